@@ -1,0 +1,24 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+  name: "DelayedPreemptiveDispatch",
+  platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9)],
+  products: [
+    .library(name: "DelayedPreemptiveDispatch", targets: ["DelayedPreemptiveDispatch"]),
+    .library(
+      name: "DelayedPreemptiveDispatchTesting", targets: ["DelayedPreemptiveDispatchTesting"]),
+  ],
+  targets: [
+    .target(name: "DelayedPreemptiveDispatch"),
+    .target(
+      name: "DelayedPreemptiveDispatchTesting",
+      dependencies: ["DelayedPreemptiveDispatch"]
+    ),
+    .testTarget(
+      name: "DelayedPreemptiveDispatchTests",
+      dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)

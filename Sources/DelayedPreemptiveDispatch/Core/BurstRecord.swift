@@ -1,0 +1,100 @@
+/// The shell that owns a burst: it can bring a record of its current burst up to date.
+protocol TicketOwner: AnyObject, Sendable {
+  /// Makes `record` know every preemption so far, and report later ones while it has waiters.
+  func synchronize(_ record: BurstRecord) async
+}
+
+/// What the tickets of one burst need to resolve, shared by every submission of the burst.
+///
+/// A record is allocated once per burst, never per submission: a ``DelayTicket`` is the record
+/// plus a sequence number. The shell tells the record about preemptions only while somebody
+/// awaits an outcome (see ``TicketLedger``), so a submission costs no record access.
+final class BurstRecord: Sendable {
+  private struct State {
+    weak var owner: (any TicketOwner)?
+    let leadingSeq: UInt64?
+    var leadingFinished = false
+    /// Every non-leading submission below this one is known to be preempted.
+    var preemptedBelow: UInt64 = 0
+    /// Set when the burst ends: its last submission (nil if it had only a leading one).
+    var closed = false
+    var lastSeq: UInt64?
+    /// Set once the last submission has run (`.executed`) or was cancelled.
+    var lastOutcome: DelayOutcome?
+    var waiters: [(seq: UInt64, continuation: CheckedContinuation<DelayOutcome, Never>)] = []
+
+    func outcome(of seq: UInt64) -> DelayOutcome? {
+      if seq == leadingSeq { return leadingFinished ? .executed : nil }
+      if closed {
+        guard seq == lastSeq else { return .preempted }
+        return lastOutcome
+      }
+      return seq < preemptedBelow ? .preempted : nil
+    }
+
+    mutating func takeResolved() -> [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] {
+      var resolved: [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] = []
+      var waiting: [(seq: UInt64, continuation: CheckedContinuation<DelayOutcome, Never>)] = []
+      for waiter in waiters {
+        if let outcome = outcome(of: waiter.seq) {
+          resolved.append((waiter.continuation, outcome))
+        } else {
+          waiting.append(waiter)
+        }
+      }
+      waiters = waiting
+      return resolved
+    }
+  }
+
+  private let state: LockBox<State>
+
+  init(owner: any TicketOwner, leadingSeq: UInt64?) {
+    state = LockBox(State(owner: owner, leadingSeq: leadingSeq))
+  }
+
+  /// Records that every non-leading submission below `seq` was preempted.
+  func preempt(below seq: UInt64) {
+    update { $0.preemptedBelow = max($0.preemptedBelow, seq) }
+  }
+
+  /// The burst ended; `lastSeq` runs or is cancelled, every other submission was preempted.
+  func close(lastSeq: UInt64?) {
+    update {
+      $0.closed = true
+      $0.lastSeq = lastSeq
+    }
+  }
+
+  /// The last submission of the ended burst resolved with `outcome`.
+  func finish(_ outcome: DelayOutcome) {
+    update { $0.lastOutcome = outcome }
+  }
+
+  /// The leading submission's task has returned.
+  func finishLeading() {
+    update { $0.leadingFinished = true }
+  }
+
+  func outcome(of seq: UInt64) async -> DelayOutcome {
+    let (known, owner) = state.withLock { ($0.outcome(of: seq), $0.owner) }
+    if let known { return known }
+    await owner?.synchronize(self)
+    return await withCheckedContinuation { continuation in
+      let known = state.withLock { state in
+        let known = state.outcome(of: seq)
+        if known == nil { state.waiters.append((seq, continuation)) }
+        return known
+      }
+      if let known { continuation.resume(returning: known) }
+    }
+  }
+
+  private func update(_ change: (inout State) -> Void) {
+    let resolved = state.withLock { state in
+      change(&state)
+      return state.waiters.isEmpty ? [] : state.takeResolved()
+    }
+    for (continuation, outcome) in resolved { continuation.resume(returning: outcome) }
+  }
+}

@@ -1,0 +1,39 @@
+/// The receipt of one submission: await ``outcome`` to learn how it resolved.
+///
+/// A ticket costs no allocation: it refers to a record shared by its whole burst. Keeping or
+/// discarding it changes nothing for the queue or actor; awaiting it is optional.
+///
+/// ```swift
+/// let ticket = queue.delay(0.3) { search(text) }
+/// if await ticket.outcome == .executed { print("searched for \(text)") }
+/// ```
+public struct DelayTicket: Sendable {
+  private enum Storage: Sendable {
+    case resolved(DelayOutcome)
+    case pending(BurstRecord, UInt64)
+  }
+
+  private let storage: Storage
+
+  init(record: BurstRecord, seq: UInt64) {
+    storage = .pending(record, seq)
+  }
+
+  init(resolved outcome: DelayOutcome) {
+    storage = .resolved(outcome)
+  }
+
+  /// Suspends until this submission has resolved. After `.executed`, the task has returned.
+  ///
+  /// A `.preempted` outcome is reported as soon as a later submission of the same burst exists;
+  /// `.executed` once the task has returned; `.cancelled` once `cancel()` or the release of the
+  /// owner ended the burst. Cancelling the awaiting task does not end the wait early.
+  public var outcome: DelayOutcome {
+    get async {
+      switch storage {
+      case .resolved(let outcome): return outcome
+      case .pending(let record, let seq): return await record.outcome(of: seq)
+      }
+    }
+  }
+}

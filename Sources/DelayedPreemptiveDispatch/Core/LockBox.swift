@@ -1,0 +1,76 @@
+#if canImport(Darwin)
+  import os
+#elseif canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Bionic)
+  import Bionic
+#else
+  #error("LockBox needs os_unfair_lock (Darwin) or pthread_mutex_t (Glibc, Musl, Bionic).")
+#endif
+
+/// A value guarded by a platform lock: `os_unfair_lock` on Apple platforms, `pthread_mutex_t`
+/// elsewhere.
+///
+/// It is used instead of `Synchronization.Mutex` because, on Linux, `Mutex` parks waiters on a
+/// futex that ThreadSanitizer cannot see, which makes TSan report false races under contention.
+/// TSan understands `pthread_mutex_t`, and `os_unfair_lock` is the cheapest lock on Darwin.
+///
+/// The closure passed to ``withLock(_:)`` must never call user code: the library only performs
+/// state transitions under it.
+package final class LockBox<State>: @unchecked Sendable {
+  // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
+  // holds `lock` for the whole access, and `lock` lives at a stable heap address that is
+  // initialised before first use and destroyed only in `deinit`, when no other reference exists.
+  #if canImport(Darwin)
+    private let lock: UnsafeMutablePointer<os_unfair_lock>
+  #else
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+  #endif
+  private var state: State
+
+  package init(_ initialState: State) {
+    state = initialState
+    #if canImport(Darwin)
+      lock = .allocate(capacity: 1)
+      lock.initialize(to: os_unfair_lock())
+    #else
+      lock = .allocate(capacity: 1)
+      lock.initialize(to: pthread_mutex_t())
+      let status = pthread_mutex_init(lock, nil)
+      precondition(status == 0, "pthread_mutex_init failed with \(status)")
+    #endif
+  }
+
+  deinit {
+    #if !canImport(Darwin)
+      pthread_mutex_destroy(lock)
+    #endif
+    lock.deinitialize(count: 1)
+    lock.deallocate()
+  }
+
+  /// Runs `body` with exclusive access to the state.
+  package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    acquire()
+    defer { release() }
+    return try body(&state)
+  }
+
+  private func acquire() {
+    #if canImport(Darwin)
+      os_unfair_lock_lock(lock)
+    #else
+      pthread_mutex_lock(lock)
+    #endif
+  }
+
+  private func release() {
+    #if canImport(Darwin)
+      os_unfair_lock_unlock(lock)
+    #else
+      pthread_mutex_unlock(lock)
+    #endif
+  }
+}

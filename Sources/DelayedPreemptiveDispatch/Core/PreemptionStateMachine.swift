@@ -1,0 +1,178 @@
+/// Every rule of delayed preemptive dispatch, with no clock, queue or lock.
+///
+/// Instants come in as arguments and actions go out as return values; the shells
+/// (``DelayedPreemptiveDispatchQueue`` and ``DelayedPreemptiveActor``) perform the actions. The
+/// machine owns the single timer of an instance: `armed` is the instant the one live timer was
+/// armed for, and `generation` names it, so a timer that fires with any other generation is
+/// stale and does nothing.
+///
+/// Sequence numbers identify submissions. A burst ends in one of three ways, each reported as a
+/// ``BurstEnd``: its timer finds the deadline reached, `flush()`, or `cancel()`.
+struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Duration == Duration {
+  /// A timer the shell must arm: call ``timerFired(at:generation:)`` once `deadline` is reached.
+  struct TimerRequest: Equatable {
+    var deadline: Instant
+    var generation: UInt64
+  }
+
+  /// How the submissions of an ended burst resolve.
+  struct BurstEnd: Equatable {
+    /// The submission that runs or is cancelled at the end; `nil` when the burst only had its
+    /// leading submission. Every other submission of the burst except the leading one was
+    /// preempted.
+    var lastSeq: UInt64?
+  }
+
+  enum DelayAction {
+    /// No task was ever given: the submission resolves `.cancelled` and nothing changes.
+    case rejected
+    /// The submission started a burst: arm `timer`, and run `leading` at once if present.
+    case started(seq: UInt64, timer: TimerRequest, leading: Work?)
+    /// The submission joined the pending burst, preempting `preempted`; arm `timer` if present.
+    case joined(seq: UInt64, preempted: UInt64?, timer: TimerRequest?)
+  }
+
+  enum FireAction {
+    /// The timer is not the live one: do nothing.
+    case stale
+    /// The deadline moved later: arm for the remainder.
+    case rearm(TimerRequest)
+    /// The deadline is reached: run `work`, then resolve `end` as executed.
+    case run(Work, BurstEnd)
+    /// The deadline is reached by a burst that had only its leading submission.
+    case end(BurstEnd)
+  }
+
+  enum FlushAction {
+    case idle
+    case run(Work, BurstEnd)
+    case end(BurstEnd)
+  }
+
+  struct Burst {
+    var firstSeq: UInt64
+    var lastSeq: UInt64
+    /// The submission whose task ran at the start of the burst (`leading` option).
+    var leadingSeq: UInt64?
+    var quietDeadline: Instant
+    var maxWaitDeadline: Instant?
+    /// The instant the live timer is armed for.
+    var armed: Instant
+
+    var deadline: Instant {
+      guard let maxWaitDeadline, maxWaitDeadline < quietDeadline else { return quietDeadline }
+      return maxWaitDeadline
+    }
+
+    var hasTrailingSubmission: Bool { lastSeq != leadingSeq }
+  }
+
+  let options: DelayOptions
+  /// The task given last, at init or by a submission; `task: nil` reuses it.
+  private(set) var lastWork: Work?
+  private(set) var burst: Burst?
+  private var nextSeq: UInt64 = 0
+  private var generation: UInt64 = 0
+
+  init(options: DelayOptions, work: Work?) {
+    self.options = options
+    lastWork = work
+  }
+
+  var isPending: Bool { burst != nil }
+
+  private var tolerance: Duration {
+    guard let tolerance = options.tolerance, tolerance > .zero else { return .zero }
+    return tolerance
+  }
+
+  /// A submission at `now` that asks to run no earlier than `requested`; an instant before
+  /// `now` means "due now".
+  mutating func delay(at now: Instant, until requested: Instant, work: Work?) -> DelayAction {
+    if let work { lastWork = work }
+    guard lastWork != nil else { return .rejected }
+    let seq = nextSeq
+    nextSeq &+= 1
+    let requested = max(requested, now)
+    guard var burst else {
+      let maxWaitDeadline = options.maxWait.map { now.advanced(by: max($0, .zero)) }
+      var burst = Burst(
+        firstSeq: seq, lastSeq: seq, leadingSeq: options.leading ? seq : nil,
+        quietDeadline: requested, maxWaitDeadline: maxWaitDeadline, armed: requested)
+      burst.armed = burst.deadline
+      self.burst = burst
+      return .started(seq: seq, timer: arm(burst.armed), leading: options.leading ? lastWork : nil)
+    }
+    let preempted = burst.hasTrailingSubmission ? burst.lastSeq : nil
+    burst.lastSeq = seq
+    switch options.deadlinePolicy {
+    case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
+    case .restart: burst.quietDeadline = requested
+    }
+    var timer: TimerRequest?
+    // The live timer fires early and re-arms when the deadline moved later; it is replaced only
+    // when the deadline moved earlier by more than the tolerance.
+    if burst.deadline.advanced(by: tolerance) < burst.armed {
+      burst.armed = burst.deadline
+      timer = arm(burst.armed)
+    }
+    self.burst = burst
+    return .joined(seq: seq, preempted: preempted, timer: timer)
+  }
+
+  /// The timer named `generation` fired at `now`.
+  mutating func timerFired(at now: Instant, generation: UInt64) -> FireAction {
+    guard var burst, generation == self.generation else { return .stale }
+    if now < burst.deadline {
+      burst.armed = burst.deadline
+      self.burst = burst
+      return .rearm(arm(burst.armed))
+    }
+    return endWithRun(burst)
+  }
+
+  /// Ends the pending burst by running its task now.
+  mutating func flush() -> FlushAction {
+    guard let burst else { return .idle }
+    switch endWithRun(burst) {
+    case .run(let work, let end): return .run(work, end)
+    case .end(let end): return .end(end)
+    case .stale, .rearm: preconditionFailure("Internal inconsistency: flush() of \(burst)")
+    }
+  }
+
+  /// Ends the pending burst without running it; `nil` when idle.
+  mutating func cancel() -> BurstEnd? {
+    guard let burst else { return nil }
+    endBurst()
+    return BurstEnd(lastSeq: burst.hasTrailingSubmission ? burst.lastSeq : nil)
+  }
+
+  /// Cancels the pending burst and forgets the task, so that nothing the task captured is kept.
+  mutating func release() -> BurstEnd? {
+    lastWork = nil
+    return cancel()
+  }
+
+  private mutating func endWithRun(_ burst: Burst) -> FireAction {
+    endBurst()
+    guard burst.hasTrailingSubmission else { return .end(BurstEnd(lastSeq: nil)) }
+    guard let lastWork else {
+      preconditionFailure("Internal inconsistency: burst \(burst) has no task to run")
+    }
+    return .run(lastWork, BurstEnd(lastSeq: burst.lastSeq))
+  }
+
+  private mutating func endBurst() {
+    burst = nil
+    generation &+= 1
+  }
+
+  private mutating func arm(_ deadline: Instant) -> TimerRequest {
+    generation &+= 1
+    return TimerRequest(deadline: deadline, generation: generation)
+  }
+}
+
+extension PreemptionStateMachine: Sendable where Work: Sendable {}
+extension PreemptionStateMachine.Burst: Sendable {}

@@ -1,0 +1,17 @@
+/// A clock that can call an action at a later instant and await it.
+///
+/// The queue and the actor arm their single timer through this hook when their clock adopts
+/// it, instead of sleeping in a `Task`. That lets a test clock, such as `ManualClock`, run every
+/// due timer in deadline order and return only after the work each timer started has finished,
+/// so a test never has to sleep or yield and gets the same result on every run.
+///
+/// Adopt it in your own test clock if you have one; a clock that does not adopt it still works,
+/// through `Clock.sleep(until:tolerance:)` in an unstructured task.
+public protocol SchedulingClock: Clock where Duration == Swift.Duration {
+  /// Calls `action` once the clock has moved `delay` past its current `now` (at once when
+  /// `delay` is zero or negative, but never inside this call), and awaits it before the clock
+  /// moves further.
+  func schedule(
+    after delay: Swift.Duration, tolerance: Swift.Duration?,
+    action: @escaping @Sendable () async -> Void)
+}

@@ -1,0 +1,43 @@
+/// The shell-side bookkeeping that links the state machine's sequence numbers to the
+/// ``BurstRecord`` of the pending burst. Kept inside the shell's lock (queue) or isolation
+/// (actor), next to the machine.
+struct TicketLedger: Sendable {
+  private(set) var current: BurstRecord?
+  /// Whether somebody awaits an outcome of the current burst, so that submissions must report
+  /// preemptions to the record. Sticky until the burst ends.
+  private var reportsPreemption = false
+
+  /// Starts the record of a new burst and returns the ticket of its first submission.
+  mutating func begin(seq: UInt64, leading: Bool, owner: any TicketOwner) -> DelayTicket {
+    let record = BurstRecord(owner: owner, leadingSeq: leading ? seq : nil)
+    current = record
+    reportsPreemption = false
+    return DelayTicket(record: record, seq: seq)
+  }
+
+  /// A submission joined the current burst; the submissions before it are preempted.
+  mutating func join(seq: UInt64) -> DelayTicket {
+    guard let current else {
+      preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
+    }
+    if reportsPreemption { current.preempt(below: seq) }
+    return DelayTicket(record: current, seq: seq)
+  }
+
+  /// Brings `record` up to date if it is the current burst's; `lastSeq` is the machine's.
+  mutating func synchronize(_ record: BurstRecord, lastSeq: UInt64?) {
+    guard record === current, let lastSeq else { return }
+    reportsPreemption = true
+    record.preempt(below: lastSeq)
+  }
+
+  /// The current burst ended; returns its record for the shell to close outside its lock.
+  mutating func end() -> BurstRecord {
+    guard let record = current else {
+      preconditionFailure("Internal inconsistency: a burst ended with no record")
+    }
+    current = nil
+    reportsPreemption = false
+    return record
+  }
+}

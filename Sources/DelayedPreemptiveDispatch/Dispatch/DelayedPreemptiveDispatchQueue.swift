@@ -1,0 +1,117 @@
+import Dispatch
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials  // TimeInterval
+#else
+  import Foundation  // TimeInterval
+#endif
+
+/// Runs a task once a quiet period has passed: each `delay` preempts the pending submission, and
+/// only the last task of a burst runs, once, on a serial dispatch queue.
+///
+/// ```swift
+/// let saver = DelayedPreemptiveDispatchQueue(label: "autosave") { document.save() }
+/// textView.onChange = { saver.delay(0.5) }   // saves 0.5 s after the last keystroke
+/// ```
+///
+/// - Pending work: a burst starts with the first `delay` while idle and ends when its task runs
+///   (at the deadline, or on ``flush()``) or is cancelled (``cancel()``, or the release of the
+///   last reference). Every submission resolves exactly once; see ``DelayTicket``.
+/// - Where tasks run: on a serial `DispatchQueue` named `label` that targets `target`. Tasks of
+///   one instance never overlap. A task may call ``delay(_:task:)`` on its own queue, which
+///   starts a new burst.
+/// - Timers: one live timer per instance, never one per call. In real time it is an
+///   `asyncAfter` deadline on the monotonic clock; with `init(clock:)`, it sleeps on that clock.
+///   A `DispatchGroup` tracks bursts and runs, which is what ``wait(timeout:)`` waits on.
+/// - Memory: a pending timer does not keep the queue alive. Releasing the last reference
+///   cancels the pending burst and frees the task.
+/// - Thread safety: every method may be called from any thread, at any time.
+public final class DelayedPreemptiveDispatchQueue: Sendable {
+  private let core: DispatchCore
+
+  /// Creates a queue whose timers follow real time (`DispatchTime`, `asyncAfter`).
+  ///
+  /// - Parameters:
+  ///   - label: The label of the serial queue tasks run on.
+  ///   - qos: The quality of service of that queue.
+  ///   - target: The queue it targets; `nil` targets the default global queue.
+  ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
+  ///   - task: The task to run; a `delay` with a task replaces it.
+  public init(
+    label: String = "DelayedPreemptiveDispatchQueue", qos: DispatchQoS = .unspecified,
+    target: DispatchQueue? = nil, options: DelayOptions = DelayOptions(),
+    task: (@Sendable () -> Void)? = nil
+  ) {
+    let queue = DispatchQueue(label: label, qos: qos, target: target)
+    core = DispatchCore(queue: queue, timer: DispatchQueueTimer(), options: options, work: task)
+  }
+
+  /// Creates a queue whose timers sleep on `clock`; with `ManualClock`, time moves only when a
+  /// test advances it. Tasks still run on the serial dispatch queue.
+  public init<C: Clock>(
+    label: String = "DelayedPreemptiveDispatchQueue", qos: DispatchQoS = .unspecified,
+    target: DispatchQueue? = nil, clock: C, options: DelayOptions = DelayOptions(),
+    task: (@Sendable () -> Void)? = nil
+  ) where C.Duration == Duration {
+    let queue = DispatchQueue(label: label, qos: qos, target: target)
+    core = DispatchCore(
+      queue: queue, timer: ClockQueueTimer(clock: clock), options: options, work: task)
+  }
+
+  deinit {
+    core.release()
+  }
+
+  /// Submits `task` (or the task given last, when `nil`) to run `seconds` from now, preempting
+  /// the pending submission of the burst.
+  ///
+  /// Returns at once, from any thread. Under ``DeadlinePolicy/extend`` the deadline only moves
+  /// later; under ``DeadlinePolicy/restart`` it becomes now + `seconds`. Zero or a negative
+  /// value means "due now". With no task ever given, the ticket is `.cancelled` at once and
+  /// nothing runs.
+  ///
+  /// - Precondition: `seconds` is finite.
+  @discardableResult
+  public func delay(_ seconds: TimeInterval, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
+    core.delay(
+      nanoseconds: Duration.checkedSeconds(seconds, parameter: "delay(_:task:): seconds"),
+      work: task)
+  }
+
+  /// Submits `task` (or the task given last, when `nil`) to run `duration` from now; the same as
+  /// ``delay(_:task:)`` with a `Duration`.
+  @discardableResult
+  public func delay(for duration: Duration, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
+    core.delay(nanoseconds: duration.saturatingNanoseconds, work: task)
+  }
+
+  /// Ends the pending burst without running it: its submissions resolve `.cancelled`, and its
+  /// timer can no longer affect a later burst, so a `delay` after `cancel()` starts fresh.
+  ///
+  /// A task that had already started (its timer or ``flush()`` had taken it) still runs to its
+  /// end. The task stays the "last given" one for later `delay(task: nil)` calls.
+  public func cancel() {
+    core.cancel()
+  }
+
+  /// Runs the pending task at once, asynchronously on the queue, and ends the burst. Does
+  /// nothing when idle. A `delay` after `flush()` returns starts a new burst.
+  public func flush() {
+    core.flush()
+  }
+
+  /// Whether a burst is pending: submitted, and neither run nor cancelled yet. A task that is
+  /// running does not count; use ``wait(timeout:)`` to wait for it.
+  public var isPending: Bool {
+    core.isPending
+  }
+
+  /// Blocks until no burst is pending and no task is running, or until `timeout`.
+  ///
+  /// - Precondition: not called from the queue's own tasks, where it would wait for itself.
+  @discardableResult
+  public func wait(timeout: DispatchTime = .distantFuture) -> DispatchTimeoutResult {
+    dispatchPrecondition(condition: .notOnQueue(core.queue))
+    return core.group.wait(timeout: timeout)
+  }
+}

@@ -1,0 +1,69 @@
+import Dispatch
+
+/// The time line of a ``DelayedPreemptiveDispatchQueue``: how it reads the time and arms its
+/// timer. The queue arms at most one live timer at a time; a timer that is no longer live still
+/// fires, and is a no-op by generation.
+protocol QueueTimer: Sendable {
+  func now() -> Tick
+  /// Calls `fire` on `queue` once `deadline` is reached.
+  func arm(
+    at deadline: Tick, tolerance: Duration?, on queue: DispatchQueue,
+    fire: @escaping @Sendable () -> Void)
+}
+
+/// Real time: `DispatchTime` (the monotonic clock) and `asyncAfter`.
+struct DispatchQueueTimer: QueueTimer {
+  func now() -> Tick { Tick(nanoseconds: DispatchTime.now().uptimeNanoseconds) }
+
+  func arm(
+    at deadline: Tick, tolerance: Duration?, on queue: DispatchQueue,
+    fire: @escaping @Sendable () -> Void
+  ) {
+    // `asyncAfter` takes no leeway; the system applies its own.
+    queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline.nanoseconds), execute: fire)
+  }
+}
+
+/// Any clock: ticks are offsets from the clock's instant at `init`. A ``SchedulingClock`` is
+/// asked to call back, so it can await the fired work; any other clock is slept on in a task.
+struct ClockQueueTimer<C: Clock>: QueueTimer where C.Duration == Duration {
+  let clock: C
+  let origin: C.Instant
+  let scheduler: (any SchedulingClock)?
+
+  init(clock: C) {
+    self.clock = clock
+    origin = clock.now
+    scheduler = clock as? any SchedulingClock
+  }
+
+  func now() -> Tick {
+    Tick(nanoseconds: UInt64(clamping: origin.duration(to: clock.now).saturatingNanoseconds))
+  }
+
+  func arm(
+    at deadline: Tick, tolerance: Duration?, on queue: DispatchQueue,
+    fire: @escaping @Sendable () -> Void
+  ) {
+    if let scheduler {
+      scheduler.schedule(after: now().duration(to: deadline), tolerance: tolerance) {
+        await withCheckedContinuation { continuation in
+          queue.async {
+            fire()
+            continuation.resume()
+          }
+        }
+      }
+      return
+    }
+    let instant = origin.advanced(by: .nanoseconds(Int64(clamping: deadline.nanoseconds)))
+    Task { [clock] in
+      do {
+        try await clock.sleep(until: instant, tolerance: tolerance)
+      } catch {
+        return
+      }
+      queue.async(execute: fire)
+    }
+  }
+}
