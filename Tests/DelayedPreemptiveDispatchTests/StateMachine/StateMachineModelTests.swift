@@ -1,0 +1,169 @@
+import Testing
+
+@testable import DelayedPreemptiveDispatch
+
+/// Random operation sequences, checked step by step against a reference model that computes
+/// each burst's deadline directly instead of through timers, generations and re-arming.
+///
+/// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`.
+@Suite struct StateMachineModelTests {
+  /// The obviously correct model: one optional burst, its deadline is a formula.
+  struct ReferenceModel {
+    struct Burst {
+      var start: Int64
+      var quietDeadline: Int64
+      var leadingSeq: UInt64?
+      var lastSeq: UInt64
+    }
+
+    let options: DelayOptions
+    var lastWork: String?
+    var burst: Burst?
+    var nextSeq: UInt64 = 0
+    var now: Int64 = 0
+    var runs: [MachineHarness.Run] = []
+    var outcomes: [UInt64: DelayOutcome] = [:]
+
+    func deadline(of burst: Burst) -> Int64 {
+      guard let maxWait = options.maxWait else { return burst.quietDeadline }
+      let bound = burst.start + max(Int64(maxWait.components.seconds * 1_000), 0)
+      return min(burst.quietDeadline, bound)
+    }
+
+    mutating func delay(_ milliseconds: Int64, _ work: String?) {
+      if let work { lastWork = work }
+      guard let lastWork else { return }
+      let seq = nextSeq
+      nextSeq += 1
+      let requested = now + max(milliseconds, 0)
+      guard var current = burst else {
+        let leading: UInt64? = options.leading ? seq : nil
+        burst = Burst(start: now, quietDeadline: requested, leadingSeq: leading, lastSeq: seq)
+        if options.leading {
+          runs.append(.init(work: lastWork, at: now))
+          outcomes[seq] = .executed
+        }
+        return
+      }
+      if current.lastSeq != current.leadingSeq { outcomes[current.lastSeq] = .preempted }
+      current.lastSeq = seq
+      current.quietDeadline =
+        options.deadlinePolicy == .extend ? max(current.quietDeadline, requested) : requested
+      burst = current
+    }
+
+    mutating func endBurst(running: Bool, at instant: Int64) {
+      guard let current = burst else { return }
+      burst = nil
+      guard current.lastSeq != current.leadingSeq else { return }
+      if running {
+        runs.append(.init(work: lastWork!, at: instant))
+        outcomes[current.lastSeq] = .executed
+      } else {
+        outcomes[current.lastSeq] = .cancelled
+      }
+    }
+
+    mutating func advance(by milliseconds: Int64) {
+      let target = now + max(milliseconds, 0)
+      if let current = burst, deadline(of: current) <= target {
+        endBurst(running: true, at: deadline(of: current))
+      }
+      now = target
+    }
+  }
+
+  /// A small, seedable generator, so that a failing sequence can be replayed.
+  struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+      state &+= 0x9E37_79B9_7F4A_7C15
+      var value = state
+      value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+      return value ^ (value >> 31)
+    }
+  }
+
+  static func randomOptions(_ random: inout SplitMix64) -> DelayOptions {
+    DelayOptions(
+      deadlinePolicy: Bool.random(using: &random) ? .extend : .restart,
+      maxWait: Bool.random(using: &random)
+        ? nil : .seconds(Int64.random(in: 0...3, using: &random)),
+      leading: Int.random(in: 0..<4, using: &random) == 0)
+  }
+
+  /// Runs one sequence; returns a description of the first divergence, or nil.
+  static func runSequence(seed: UInt64, operations: Int) -> String? {
+    var random = SplitMix64(state: seed)
+    let options = randomOptions(&random)
+    let initialWork: String? = Bool.random(using: &random) ? "init" : nil
+    var harness = MachineHarness(options: options, work: initialWork)
+    var model = ReferenceModel(options: options, lastWork: initialWork)
+    // Delays and advances are in milliseconds; maxWait is whole seconds, so scale delays up.
+    for step in 0..<operations {
+      let operation: String
+      switch Int.random(in: 0..<100, using: &random) {
+      case 0..<55:
+        let delay = Int64.random(in: -200...2_500, using: &random)
+        let work: String? = Bool.random(using: &random) ? nil : "W\(step)"
+        harness.delay(delay, work)
+        model.delay(delay, work)
+        operation = "delay(\(delay), \(work ?? "nil"))"
+      case 55..<62:
+        harness.cancel()
+        model.endBurst(running: false, at: model.now)
+        operation = "cancel()"
+      case 62..<68:
+        harness.flush()
+        model.endBurst(running: true, at: model.now)
+        operation = "flush()"
+      default:
+        let elapsed = Int64.random(in: 0...1_500, using: &random)
+        harness.advance(by: elapsed)
+        model.advance(by: elapsed)
+        operation = "advance(\(elapsed))"
+      }
+      let context = "seed \(seed), step \(step) \(operation), options \(options)"
+      if harness.runs != model.runs {
+        return "runs \(harness.runs) != model \(model.runs) after \(context)"
+      }
+      if harness.outcomes != model.outcomes {
+        return "outcomes \(harness.outcomes) != model \(model.outcomes) after \(context)"
+      }
+      if harness.machine.isPending != (model.burst != nil) {
+        return "isPending \(harness.machine.isPending) != model after \(context)"
+      }
+      if !harness.duplicateResolutions.isEmpty {
+        return "resolved twice: \(harness.duplicateResolutions) after \(context)"
+      }
+      if options.deadlinePolicy == .extend, harness.armedByJoin > 0 {
+        return "an .extend submission armed a second timer after \(context)"
+      }
+    }
+    return nil
+  }
+
+  @Test func machineMatchesReferenceModelOnRandomSequences() {
+    let sequences = TestScale.modelSequences
+    var failures: [String] = []
+    for seed in 0..<UInt64(sequences) {
+      if let failure = Self.runSequence(seed: seed &* 7_919 &+ 17, operations: 40) {
+        failures.append(failure)
+        if failures.count >= 3 { break }
+      }
+    }
+    #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+  }
+
+  /// The model test must be able to fail: a machine that ignored `.extend` would diverge.
+  @Test func referenceModelDetectsAWrongDeadline() {
+    var model = ReferenceModel(options: DelayOptions(), lastWork: "A")
+    model.delay(500, nil)
+    model.delay(100, nil)
+    model.advance(by: 100)
+    #expect(model.runs.isEmpty)
+    model.advance(by: 400)
+    #expect(model.runs == [.init(work: "A", at: 500)])
+  }
+}

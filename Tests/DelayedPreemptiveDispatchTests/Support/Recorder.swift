@@ -1,0 +1,25 @@
+import DelayedPreemptiveDispatch
+
+/// A thread-safe log of what tasks did, for assertions.
+final class Recorder<Element: Sendable>: Sendable {
+  private let box = LockBox<[Element]>([])
+
+  func append(_ element: Element) {
+    box.withLock { $0.append(element) }
+  }
+
+  var elements: [Element] {
+    box.withLock { $0 }
+  }
+
+  var count: Int {
+    box.withLock { $0.count }
+  }
+}
+
+/// Counts outcomes of many tickets.
+func tally(_ tickets: [DelayTicket]) async -> [DelayOutcome: Int] {
+  var counts: [DelayOutcome: Int] = [:]
+  for ticket in tickets { counts[await ticket.outcome, default: 0] += 1 }
+  return counts
+}
