@@ -1,0 +1,189 @@
+import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchTesting
+import Dispatch
+import Testing
+
+/// Many threads at once: exactly one run per burst, every ticket resolved exactly once, and the
+/// outcomes agree with what ran. Run under `--sanitize=thread` in CI.
+@Suite struct StormTests {
+  /// Submissions made by `threads` threads; `index` is unique per submission.
+  static func storm(
+    threads: Int, callsPerThread: Int,
+    submit: @Sendable (_ index: Int) -> DelayTicket
+  ) -> [(index: Int, ticket: DelayTicket)] {
+    let tickets = LockBox<[(index: Int, ticket: DelayTicket)]>([])
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+      var local: [(index: Int, ticket: DelayTicket)] = []
+      local.reserveCapacity(callsPerThread)
+      for call in 0..<callsPerThread {
+        let index = thread * callsPerThread + call
+        local.append((index, submit(index)))
+      }
+      tickets.withLock { $0.append(contentsOf: local) }
+    }
+    return tickets.withLock { $0 }
+  }
+
+  /// Every ticket that resolved `.executed` ran exactly once, and nothing else ran.
+  static func expectOutcomesMatchRuns(
+    _ tickets: [(index: Int, ticket: DelayTicket)], ran: Recorder<Int>
+  ) async -> [DelayOutcome: Int] {
+    var executed: [Int] = []
+    var counts: [DelayOutcome: Int] = [:]
+    for (index, ticket) in tickets {
+      let outcome = await ticket.outcome
+      counts[outcome, default: 0] += 1
+      if outcome == .executed { executed.append(index) }
+    }
+    #expect(ran.elements.sorted() == executed.sorted())
+    #expect(Set(ran.elements).count == ran.count)
+    return counts
+  }
+
+  @Test func queueStormOnFrozenClockRunsExactlyOnce() async {
+    let clock = ManualClock()
+    let queue = DelayedPreemptiveDispatchQueue(clock: clock)
+    let ran = Recorder<Int>()
+    let threads = 4
+    let calls = TestScale.stormCallsPerThread
+    let tickets = Self.storm(threads: threads, callsPerThread: calls) { index in
+      queue.delay(1) { ran.append(index) }
+    }
+    #expect(clock.pendingTimerCount == 1)
+    await clock.advance(by: .seconds(1))
+    #expect(ran.count == 1)
+    let counts = await Self.expectOutcomesMatchRuns(tickets, ran: ran)
+    #expect(counts == [.executed: 1, .preempted: threads * calls - 1])
+  }
+
+  @Test func realTimeQueueStormThenFlushRunsExactlyOnce() async {
+    let queue = DelayedPreemptiveDispatchQueue(label: "storm")
+    let ran = Recorder<Int>()
+    let tickets = Self.storm(threads: 4, callsPerThread: TestScale.stormCallsPerThread) { index in
+      queue.delay(600) { ran.append(index) }
+    }
+    queue.flush()
+    #expect(queue.wait(timeout: .now() + 30) == .success)
+    #expect(ran.count == 1)
+    let counts = await Self.expectOutcomesMatchRuns(tickets, ran: ran)
+    #expect(counts[.executed] == 1)
+  }
+
+  /// `delay`, `cancel` and `flush` from four threads at once, on a short real-time delay so
+  /// that timers fire during the storm too.
+  @Test func delayCancelFlushRaceKeepsExactlyOnce() async {
+    let queue = DelayedPreemptiveDispatchQueue(label: "race")
+    let ran = Recorder<Int>()
+    let tickets = Self.storm(threads: 4, callsPerThread: 5_000) { index in
+      switch index % 10 {
+      case 0: queue.cancel()
+      case 1: queue.flush()
+      default: break
+      }
+      return queue.delay(index % 3 == 0 ? 0 : 0.0005) { ran.append(index) }
+    }
+    queue.cancel()
+    #expect(queue.wait(timeout: .now() + 30) == .success)
+    #expect(!queue.isPending)
+    let counts = await Self.expectOutcomesMatchRuns(tickets, ran: ran)
+    #expect(counts.values.reduce(0, +) == tickets.count)
+    #expect(counts[.executed, default: 0] >= 1)
+  }
+
+  @Test func actorStormRunsExactlyOnce() async {
+    let clock = ManualClock()
+    let actor = DelayedPreemptiveActor(clock: clock)
+    let ran = Recorder<Int>()
+    let tasks = 4
+    let calls = TestScale.stormCallsPerThread / 10
+    let tickets = await withTaskGroup(of: [(index: Int, ticket: DelayTicket)].self) { group in
+      for task in 0..<tasks {
+        group.addTask {
+          var local: [(index: Int, ticket: DelayTicket)] = []
+          for call in 0..<calls {
+            let index = task * calls + call
+            local.append((index, await actor.delay(.seconds(1)) { ran.append(index) }))
+          }
+          return local
+        }
+      }
+      return await group.reduce(into: []) { $0.append(contentsOf: $1) }
+    }
+    await clock.advance(by: .seconds(1))
+    #expect(ran.count == 1)
+    let counts = await Self.expectOutcomesMatchRuns(tickets, ran: ran)
+    #expect(counts == [.executed: 1, .preempted: tasks * calls - 1])
+  }
+
+  /// `wait(timeout:)` from eight threads returns for all of them once the burst has run.
+  @Test func waitFromManyThreadsReturnsForAll() async {
+    let clock = ManualClock()
+    let queue = DelayedPreemptiveDispatchQueue(clock: clock) {}
+    queue.delay(1)
+    let waiters = DispatchGroup()
+    let results = Recorder<DispatchTimeoutResult>()
+    for _ in 0..<8 {
+      DispatchQueue.global().async(group: waiters) {
+        results.append(queue.wait(timeout: .now() + 30))
+      }
+    }
+    await clock.advance(by: .seconds(1))
+    await withCheckedContinuation { continuation in
+      waiters.notify(queue: .global()) { continuation.resume() }
+    }
+    #expect(results.elements == Array(repeating: .success, count: 8))
+  }
+
+  /// Releasing the last reference while the timer is in flight: the task runs at most once,
+  /// and its ticket says whether it did.
+  @Test func releaseRacingTimerRunsAtMostOnce() async {
+    let ran = Recorder<Int>()
+    var tickets: [(index: Int, ticket: DelayTicket)] = []
+    for index in 0..<500 {
+      var queue: DelayedPreemptiveDispatchQueue? = DelayedPreemptiveDispatchQueue(label: "release")
+      tickets.append((index, queue!.delay(index % 2 == 0 ? 0 : 0.0001) { ran.append(index) }))
+      queue = nil
+    }
+    let counts = await Self.expectOutcomesMatchRuns(tickets, ran: ran)
+    #expect(counts[.preempted] == nil)
+  }
+
+  /// Releasing the last reference while the task runs lets it finish as `.executed`.
+  @Test func releaseWhileTaskRunsLetsItFinish() async {
+    let running = DispatchSemaphore(value: 0)
+    let proceed = DispatchSemaphore(value: 0)
+    let ran = Recorder<Int>()
+    var queue: DelayedPreemptiveDispatchQueue? = DelayedPreemptiveDispatchQueue(label: "running")
+    let ticket = queue!.delay(0) {
+      running.signal()
+      proceed.wait()
+      ran.append(1)
+    }
+    running.wait()
+    queue = nil
+    proceed.signal()
+    #expect(await ticket.outcome == .executed)
+    #expect(ran.elements == [1])
+  }
+
+  /// `cancel()` racing the timer's fire: each burst either ran (ticket `.executed`) or was
+  /// cancelled (ticket `.cancelled`, task never ran).
+  @Test func cancelRacingTimerFireIsExactlyOnce() async {
+    let queue = DelayedPreemptiveDispatchQueue(label: "cancel-race")
+    let ran = Recorder<Int>()
+    var tickets: [(index: Int, ticket: DelayTicket)] = []
+    let cancelled = DispatchSemaphore(value: 0)
+    for index in 0..<2_000 {
+      tickets.append((index, queue.delay(0) { ran.append(index) }))
+      // The cancel races the timer from another thread; the next burst starts after it.
+      DispatchQueue.global().async {
+        queue.cancel()
+        cancelled.signal()
+      }
+      cancelled.wait()
+    }
+    #expect(queue.wait(timeout: .now() + 30) == .success)
+    let counts = await Self.expectOutcomesMatchRuns(tickets, ran: ran)
+    #expect(counts[.executed, default: 0] + counts[.cancelled, default: 0] == tickets.count)
+  }
+}

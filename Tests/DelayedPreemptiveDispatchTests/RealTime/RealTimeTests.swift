@@ -1,0 +1,55 @@
+import DelayedPreemptiveDispatch
+import Dispatch
+import Testing
+
+/// The real-time paths: `asyncAfter` for the queue, `ContinuousClock` for the actor. Each test
+/// checks "not before the deadline" strictly and "not after" with a margin of seconds.
+@Suite(.tags(.realTime)) struct RealTimeTests {
+  static func elapsed(since start: DispatchTime) -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+  }
+
+  @Test func queueRunsTaskNotBeforeDeadline() async {
+    let ranAfter = Recorder<Double>()
+    let start = DispatchTime.now()
+    let queue = DelayedPreemptiveDispatchQueue(label: "real-time") {
+      ranAfter.append(Self.elapsed(since: start))
+    }
+    let ticket = queue.delay(0.05)
+    #expect(queue.wait(timeout: .now() + 10) == .success)
+    #expect(await ticket.outcome == .executed)
+    #expect(ranAfter.count == 1)
+    #expect(ranAfter.elements.allSatisfy { $0 >= 0.05 && $0 < 10 })
+  }
+
+  @Test func queueExtendKeepsTheLatestDeadlineInRealTime() async {
+    let ran = Recorder<String>()
+    let start = DispatchTime.now()
+    let queue = DelayedPreemptiveDispatchQueue(label: "real-time-extend")
+    queue.delay(0.2) { ran.append("A") }
+    queue.delay(0.05) { ran.append("B after \(Self.elapsed(since: start) >= 0.2)") }
+    #expect(queue.wait(timeout: .now() + 10) == .success)
+    #expect(ran.elements == ["B after true"])
+  }
+
+  @Test func queueCancelledTimerDoesNotFireLater() async {
+    let ran = Recorder<String>()
+    let queue = DelayedPreemptiveDispatchQueue(label: "real-time-cancel")
+    queue.delay(0.02) { ran.append("cancelled") }
+    queue.cancel()
+    queue.delay(0.15) { ran.append("fresh") }
+    #expect(queue.wait(timeout: .now() + 10) == .success)
+    #expect(ran.elements == ["fresh"])
+  }
+
+  @Test func actorRunsTaskNotBeforeDeadline() async {
+    let ranAfter = Recorder<Duration>()
+    let clock = ContinuousClock()
+    let start = clock.now
+    let actor = DelayedPreemptiveActor { ranAfter.append(start.duration(to: clock.now)) }
+    let ticket = await actor.delay(.milliseconds(50))
+    #expect(await ticket.outcome == .executed)
+    #expect(ranAfter.count == 1)
+    #expect(ranAfter.elements.allSatisfy { $0 >= .milliseconds(50) && $0 < .seconds(10) })
+  }
+}
