@@ -18,7 +18,7 @@
 /// - Memory: the sleeping timer holds the actor weakly. Releasing the last reference cancels
 ///   the pending burst, stops the timer and frees the task.
 public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
-  typealias Work = @Sendable () async -> Void
+  typealias Work = AsyncWork
   typealias Machine = PreemptionStateMachine<C.Instant, Work>
 
   private let clock: C
@@ -44,7 +44,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     self.clock = clock
     scheduler = clock as? any SchedulingClock
     tolerance = options.tolerance
-    machine = Machine(options: options, work: task)
+    machine = Machine(options: options, work: task.map(AsyncWork.init))
   }
 
   deinit {
@@ -63,7 +63,8 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     -> DelayTicket
   {
     let now = clock.now
-    switch machine.delay(at: now, until: now.advanced(by: max(duration, .zero)), work: task) {
+    let work = task.map(AsyncWork.init)
+    switch machine.delay(at: now, until: now.advanced(by: max(duration, .zero)), work: work) {
     case .rejected:
       return DelayTicket(resolved: .cancelled)
     case .joined(let seq, _, let request):
@@ -136,14 +137,14 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
 
   /// Starts `work` after every earlier run, off the actor, then calls `completion`.
   @discardableResult
-  private func enqueueRun(_ work: @escaping Work, completion: @escaping @Sendable () -> Void)
+  private func enqueueRun(_ work: Work, completion: @escaping @Sendable () -> Void)
     -> Task<Void, Never>
   {
     let previous = lastRun
     let owner = ObjectIdentifier(self)
     let run = Task {
       await previous?.value
-      await RunningOwner.$current.withValue(owner) { await work() }
+      await RunningOwner.$current.withValue(owner) { await work.run() }
       completion()
     }
     lastRun = run

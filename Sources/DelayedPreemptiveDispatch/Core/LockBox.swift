@@ -21,17 +21,20 @@
 /// state transitions under it.
 package final class LockBox<State>: @unchecked Sendable {
   // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
-  // holds `lock` for the whole access, and `lock` lives at a stable heap address that is
-  // initialised before first use and destroyed only in `deinit`, when no other reference exists.
+  // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that
+  // are initialised in `init` and destroyed only in `deinit`, when no other reference exists.
   #if canImport(Darwin)
     private let lock: UnsafeMutablePointer<os_unfair_lock>
   #else
     private let lock: UnsafeMutablePointer<pthread_mutex_t>
   #endif
-  private var state: State
+  /// Behind a pointer rather than a stored `var`, so that an access costs no dynamic
+  /// exclusivity check: the lock already makes it exclusive.
+  private let state: UnsafeMutablePointer<State>
 
   package init(_ initialState: State) {
-    state = initialState
+    state = .allocate(capacity: 1)
+    state.initialize(to: initialState)
     #if canImport(Darwin)
       lock = .allocate(capacity: 1)
       lock.initialize(to: os_unfair_lock())
@@ -49,13 +52,15 @@ package final class LockBox<State>: @unchecked Sendable {
     #endif
     lock.deinitialize(count: 1)
     lock.deallocate()
+    state.deinitialize(count: 1)
+    state.deallocate()
   }
 
   /// Runs `body` with exclusive access to the state.
   package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
     acquire()
     defer { release() }
-    return try body(&state)
+    return try body(&state.pointee)
   }
 
   private func acquire() {

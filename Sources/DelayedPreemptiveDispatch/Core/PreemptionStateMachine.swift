@@ -8,6 +8,9 @@
 ///
 /// Sequence numbers identify submissions. A burst ends in one of three ways, each reported as a
 /// ``BurstEnd``: its timer finds the deadline reached, `flush()`, or `cancel()`.
+///
+/// `Work` should be a struct or class, not a bare closure type: a closure stored as a generic
+/// value is kept in its most general form, which costs an allocation per store.
 struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Duration == Duration {
   /// A timer the shell must arm: call ``timerFired(at:generation:)`` once `deadline` is reached.
   struct TimerRequest: Equatable {
@@ -68,6 +71,8 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
   }
 
   let options: DelayOptions
+  /// `options.tolerance`, with `nil` and negative values as zero.
+  private let tolerance: Duration
   /// The task given last, at init or by a submission; `task: nil` reuses it.
   private(set) var lastWork: Work?
   private(set) var burst: Burst?
@@ -76,15 +81,11 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
 
   init(options: DelayOptions, work: Work?) {
     self.options = options
+    tolerance = max(options.tolerance ?? .zero, .zero)
     lastWork = work
   }
 
   var isPending: Bool { burst != nil }
-
-  private var tolerance: Duration {
-    guard let tolerance = options.tolerance, tolerance > .zero else { return .zero }
-    return tolerance
-  }
 
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
   /// `now` means "due now".
@@ -112,7 +113,7 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     var timer: TimerRequest?
     // The live timer fires early and re-arms when the deadline moved later; it is replaced only
     // when the deadline moved earlier by more than the tolerance.
-    if burst.deadline.advanced(by: tolerance) < burst.armed {
+    if burst.deadline < burst.armed, burst.deadline.advanced(by: tolerance) < burst.armed {
       burst.armed = burst.deadline
       timer = arm(burst.armed)
     }

@@ -7,7 +7,7 @@ import Dispatch
 /// alive. Every transition happens under the lock; its action (arming, running, resolving
 /// tickets) happens after the lock is released.
 final class DispatchCore: TicketOwner {
-  typealias Work = @Sendable () -> Void
+  typealias Work = SyncWork
   typealias Machine = PreemptionStateMachine<Tick, Work>
 
   private struct State {
@@ -23,21 +23,24 @@ final class DispatchCore: TicketOwner {
   private let tolerance: Duration?
   private let state: LockBox<State>
 
-  init(queue: DispatchQueue, timer: any QueueTimer, options: DelayOptions, work: Work?) {
+  init(
+    queue: DispatchQueue, timer: any QueueTimer, options: DelayOptions,
+    work: (@Sendable () -> Void)?
+  ) {
     self.queue = queue
     self.timer = timer
     tolerance = options.tolerance
-    state = LockBox(State(machine: Machine(options: options, work: work)))
+    state = LockBox(State(machine: Machine(options: options, work: work.map(SyncWork.init))))
   }
 
   var isPending: Bool { state.withLock { $0.machine.isPending } }
 
-  func delay(nanoseconds: Int64, work: Work?) -> DelayTicket {
+  func delay(nanoseconds: Int64, work: (@Sendable () -> Void)?) -> DelayTicket {
     let now = timer.now()
     let requested = now.advanced(byNanoseconds: nanoseconds)
     let (ticket, request, leading) = state.withLock {
       state -> (DelayTicket, Machine.TimerRequest?, (Work, BurstRecord)?) in
-      switch state.machine.delay(at: now, until: requested, work: work) {
+      switch state.machine.delay(at: now, until: requested, work: work.map(SyncWork.init)) {
       case .rejected:
         return (DelayTicket(resolved: .cancelled), nil, nil)
       case .joined(let seq, _, let request):
@@ -53,7 +56,7 @@ final class DispatchCore: TicketOwner {
     if let request { arm(request) }
     if let (work, record) = leading {
       queue.async { [group] in
-        work()
+        work.run()
         record.finishLeading()
         group.leave()
       }
@@ -76,7 +79,7 @@ final class DispatchCore: TicketOwner {
     case .run(let work, let end):
       record?.close(lastSeq: end.lastSeq)
       queue.async { [group] in
-        work()
+        work.run()
         record?.finish(.executed)
         group.leave()
       }
@@ -125,7 +128,7 @@ final class DispatchCore: TicketOwner {
       group.leave()
     case .run(let work, let end):
       record?.close(lastSeq: end.lastSeq)
-      work()
+      work.run()
       record?.finish(.executed)
       group.leave()
     }
