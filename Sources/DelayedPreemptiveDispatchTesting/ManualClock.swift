@@ -61,6 +61,8 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
     var now = Instant(offset: .zero)
     var timers: [Timer] = []
     var nextID: UInt64 = 0
+    /// Sleepers between `sleep` and their registration, and those cancelled in that window.
+    var arrivingSleepers: Set<UInt64> = []
     var cancelledSleepers: Set<UInt64> = []
 
     mutating func add(_ wakeup: Wakeup, at deadline: Instant, id: UInt64) {
@@ -129,11 +131,16 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
   /// Suspends until ``advance(by:)`` reaches `deadline`; throws `CancellationError` if the
   /// calling task is cancelled first.
   public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-    let id = state.withLock { $0.makeID() }
+    let id = state.withLock { state in
+      let id = state.makeID()
+      state.arrivingSleepers.insert(id)
+      return id
+    }
     try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation {
         (continuation: CheckedContinuation<Void, any Error>) in
         let result: Result<Void, any Error>? = state.withLock { state in
+          state.arrivingSleepers.remove(id)
           if state.cancelledSleepers.remove(id) != nil { return .failure(CancellationError()) }
           if deadline <= state.now { return .success(()) }
           state.add(.sleeper(continuation), at: deadline, id: id)
@@ -144,7 +151,8 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
     } onCancel: {
       let sleeper = state.withLock { state -> CheckedContinuation<Void, any Error>? in
         guard let index = state.timers.firstIndex(where: { $0.id == id }) else {
-          state.cancelledSleepers.insert(id)
+          // Not registered yet: make the registration throw. Already resumed: nothing to do.
+          if state.arrivingSleepers.contains(id) { state.cancelledSleepers.insert(id) }
           return nil
         }
         guard case .sleeper(let continuation) = state.timers.remove(at: index).wakeup else {

@@ -26,7 +26,9 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   private let tolerance: Duration?
   private var machine: Machine
   private var ledger = TicketLedger()
-  /// The sleeping task of the live timer, when the clock is not a ``SchedulingClock``.
+  /// The sleeping task of the live timer, when the clock is not a ``SchedulingClock``. It is
+  /// kept when a burst ends early, since the next burst may adopt it, and cancelled when the
+  /// machine arms a replacement or the actor goes away.
   private var timerTask: Task<Void, Never>?
   /// The task that runs last; the next run waits for it, so runs never overlap.
   private var lastRun: Task<Void, Never>?
@@ -75,7 +77,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
       if let leading, let record = ledger.current {
         enqueueRun(leading) { record.finishLeading() }
       }
-      arm(request)
+      if let request { arm(request) }
       return ticket
     }
   }
@@ -84,7 +86,6 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   /// timer can no longer affect a later burst. A task that already started runs to its end.
   public func cancel() {
     guard let end = machine.cancel() else { return }
-    stopTimer()
     let record = ledger.end()
     record.close(lastSeq: end.lastSeq)
     record.finish(.cancelled)
@@ -101,11 +102,9 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     case .idle:
       return
     case .end(let end):
-      stopTimer()
       ledger.end().close(lastSeq: end.lastSeq)
       return
     case .run(let work, let end):
-      stopTimer()
       record = ledger.end()
       record.close(lastSeq: end.lastSeq)
       run = enqueueRun(work) { record.finish(.executed) }
@@ -125,10 +124,8 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     case .rearm(let request):
       arm(request)
     case .end(let end):
-      timerTask = nil
       ledger.end().close(lastSeq: end.lastSeq)
     case .run(let work, let end):
-      timerTask = nil
       let record = ledger.end()
       record.close(lastSeq: end.lastSeq)
       await enqueueRun(work) { record.finish(.executed) }.value
@@ -152,7 +149,8 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   private func arm(_ request: Machine.TimerRequest) {
-    stopTimer()
+    timerTask?.cancel()
+    timerTask = nil
     let generation = request.generation
     if let scheduler {
       let delay = clock.now.duration(to: request.deadline)
@@ -169,11 +167,6 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
       }
       await self?.timerFired(generation: generation)
     }
-  }
-
-  private func stopTimer() {
-    timerTask?.cancel()
-    timerTask = nil
   }
 }
 

@@ -2,9 +2,11 @@
 ///
 /// Instants come in as arguments and actions go out as return values; the shells
 /// (``DelayedPreemptiveDispatchQueue`` and ``DelayedPreemptiveActor``) perform the actions. The
-/// machine owns the single timer of an instance: `armed` is the instant the one live timer was
-/// armed for, and `generation` names it, so a timer that fires with any other generation is
-/// stale and does nothing.
+/// machine owns the single timer of an instance: `liveTimer` is the earliest timer armed and not
+/// yet fired, and its generation names it, so a timer that fires with any other generation is
+/// stale and does nothing. The live timer outlives the burst it was armed for: a later burst
+/// whose deadline is no earlier adopts it (it fires early and re-arms for the remainder), so a
+/// loop of `delay` and `cancel` keeps one timer in flight instead of one per burst.
 ///
 /// Sequence numbers identify submissions. A burst ends in one of three ways, each reported as a
 /// ``BurstEnd``: its timer finds the deadline reached, `flush()`, or `cancel()`.
@@ -29,8 +31,9 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
   enum DelayAction {
     /// No task was ever given: the submission resolves `.cancelled` and nothing changes.
     case rejected
-    /// The submission started a burst: arm `timer`, and run `leading` at once if present.
-    case started(seq: UInt64, timer: TimerRequest, leading: Work?)
+    /// The submission started a burst: arm `timer` if present (else the live timer was
+    /// adopted), and run `leading` at once if present.
+    case started(seq: UInt64, timer: TimerRequest?, leading: Work?)
     /// The submission joined the pending burst, preempting `preempted`; arm `timer` if present.
     case joined(seq: UInt64, preempted: UInt64?, timer: TimerRequest?)
   }
@@ -59,8 +62,6 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     var leadingSeq: UInt64?
     var quietDeadline: Instant
     var maxWaitDeadline: Instant?
-    /// The instant the live timer is armed for.
-    var armed: Instant
 
     var deadline: Instant {
       guard let maxWaitDeadline, maxWaitDeadline < quietDeadline else { return quietDeadline }
@@ -76,6 +77,9 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
   /// The task given last, at init or by a submission; `task: nil` reuses it.
   private(set) var lastWork: Work?
   private(set) var burst: Burst?
+  /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
+  /// it. Never nil while a burst is pending.
+  private(set) var liveTimer: TimerRequest?
   private var nextSeq: UInt64 = 0
   private var generation: UInt64 = 0
 
@@ -97,12 +101,14 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     let requested = max(requested, now)
     guard var burst else {
       let maxWaitDeadline = options.maxWait.map { now.advanced(by: max($0, .zero)) }
-      var burst = Burst(
+      let burst = Burst(
         firstSeq: seq, lastSeq: seq, leadingSeq: options.leading ? seq : nil,
-        quietDeadline: requested, maxWaitDeadline: maxWaitDeadline, armed: requested)
-      burst.armed = burst.deadline
+        quietDeadline: requested, maxWaitDeadline: maxWaitDeadline)
       self.burst = burst
-      return .started(seq: seq, timer: arm(burst.armed), leading: options.leading ? lastWork : nil)
+      let adopts = liveTimer.map { $0.deadline <= burst.deadline } ?? false
+      return .started(
+        seq: seq, timer: adopts ? nil : arm(burst.deadline),
+        leading: options.leading ? lastWork : nil)
     }
     let preempted = burst.hasTrailingSubmission ? burst.lastSeq : nil
     burst.lastSeq = seq
@@ -110,25 +116,25 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
     case .restart: burst.quietDeadline = requested
     }
-    var timer: TimerRequest?
+    self.burst = burst
     // The live timer fires early and re-arms when the deadline moved later; it is replaced only
     // when the deadline moved earlier by more than the tolerance.
-    if burst.deadline < burst.armed, burst.deadline.advanced(by: tolerance) < burst.armed {
-      burst.armed = burst.deadline
-      timer = arm(burst.armed)
+    var timer: TimerRequest?
+    if let armed = liveTimer?.deadline, burst.deadline < armed,
+      burst.deadline.advanced(by: tolerance) < armed
+    {
+      timer = arm(burst.deadline)
     }
-    self.burst = burst
     return .joined(seq: seq, preempted: preempted, timer: timer)
   }
 
   /// The timer named `generation` fired at `now`.
   mutating func timerFired(at now: Instant, generation: UInt64) -> FireAction {
-    guard var burst, generation == self.generation else { return .stale }
-    if now < burst.deadline {
-      burst.armed = burst.deadline
-      self.burst = burst
-      return .rearm(arm(burst.armed))
-    }
+    guard generation == liveTimer?.generation else { return .stale }
+    liveTimer = nil
+    // The burst it was armed for ended: nothing to do, and nothing in flight any more.
+    guard let burst else { return .stale }
+    if now < burst.deadline { return .rearm(arm(burst.deadline)) }
     return endWithRun(burst)
   }
 
@@ -164,14 +170,16 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     return .run(lastWork, BurstEnd(lastSeq: burst.lastSeq))
   }
 
+  /// Ends the burst; the live timer stays in flight, for a later burst to adopt.
   private mutating func endBurst() {
     burst = nil
-    generation &+= 1
   }
 
   private mutating func arm(_ deadline: Instant) -> TimerRequest {
     generation &+= 1
-    return TimerRequest(deadline: deadline, generation: generation)
+    let timer = TimerRequest(deadline: deadline, generation: generation)
+    liveTimer = timer
+    return timer
   }
 }
 

@@ -19,9 +19,17 @@ struct DispatchQueueTimer: QueueTimer {
     at deadline: Tick, tolerance: Duration?, on queue: DispatchQueue,
     fire: @escaping @Sendable () -> Void
   ) {
-    // `asyncAfter` takes no leeway; the system applies its own.
-    queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: deadline.nanoseconds), execute: fire)
+    // `asyncAfter` takes no leeway; the system applies its own. A deadline centuries away (a
+    // saturated huge delay) is "never", which Dispatch spells `.distantFuture`.
+    let time =
+      deadline.nanoseconds >= Self.never
+      ? DispatchTime.distantFuture : DispatchTime(uptimeNanoseconds: deadline.nanoseconds)
+    queue.asyncAfter(deadline: time, execute: fire)
   }
+
+  /// About 146 years of uptime: no real deadline reaches it.
+  private static var never: UInt64 { UInt64(Int64.max) / 2 }
+
 }
 
 /// Any clock: ticks are offsets from the clock's instant at `init`. A ``SchedulingClock`` is

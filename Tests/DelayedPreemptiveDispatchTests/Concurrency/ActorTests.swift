@@ -168,6 +168,18 @@ import Testing
     #expect(ran.elements.isEmpty)
   }
 
+  @Test func delayCancelLoopKeepsOneTimerInFlight() async {
+    let actor = makeActor()
+    for _ in 0..<1_000 {
+      await actor.delay(.seconds(1), task: task("cancelled"))
+      await actor.cancel()
+    }
+    #expect(clock.pendingTimerCount == 1)
+    await actor.delay(.seconds(1), task: task("kept"))
+    await clock.advance(by: .seconds(1))
+    #expect(ran.elements == ["kept"])
+  }
+
   @Test func manySubmissionsArmOneTimer() async {
     let actor = makeActor()
     for index in 0..<10_000 {

@@ -129,6 +129,33 @@ import Testing
     #expect(ran.elements == ["B"])
   }
 
+  /// Fix 4, with cancel: a loop of `delay` and `cancel` keeps one timer in flight, which the
+  /// next burst adopts.
+  @Test func delayCancelLoopKeepsOneTimerInFlight() async {
+    let queue = makeQueue()
+    for _ in 0..<10_000 {
+      queue.delay(1, task: task("cancelled"))
+      queue.cancel()
+    }
+    #expect(clock.pendingTimerCount == 1)
+    await clock.advance(by: .milliseconds(500))
+    queue.delay(1, task: task("kept"))
+    await clock.advance(by: .milliseconds(999))
+    #expect(ran.elements.isEmpty)
+    await clock.advance(by: .milliseconds(1))
+    #expect(ran.elements == ["kept"])
+  }
+
+  @Test func hugeDelayWaitsUntilFlushed() async {
+    let queue = makeQueue()
+    let ticket = queue.delay(1e300, task: task("A"))
+    await clock.advance(by: .seconds(86_400 * 365))
+    #expect(ran.elements.isEmpty)
+    #expect(queue.isPending)
+    queue.flush()
+    #expect(await ticket.outcome == .executed)
+  }
+
   /// Fix 6: constant preemption cannot starve the task when `maxWait` is set.
   @Test func maxWaitRunsTaskDespiteConstantPreemption() async {
     let queue = makeQueue(DelayOptions(maxWait: .seconds(1)))

@@ -171,6 +171,36 @@ import Testing
     #expect(harness.runs.count == 1)
   }
 
+  @Test func delayCancelLoopKeepsOneTimerInFlight() {
+    var harness = MachineHarness(work: "A")
+    for _ in 0..<500 {
+      harness.delay(1_000)
+      harness.cancel()
+      harness.advance(by: 1)
+    }
+    #expect(harness.timers.count == 1)
+    // At 500 the burst adopts the timer armed for 1000, which re-arms for 1500.
+    harness.delay(1_000)
+    harness.advance(by: 999)
+    #expect(harness.runs.isEmpty)
+    harness.advance(by: 1)
+    #expect(harness.runs == [Run(work: "A", at: 1_500)])
+    #expect(harness.timers.isEmpty)
+  }
+
+  @Test func newBurstWithEarlierDeadlineArmsItsOwnTimer() {
+    var harness = MachineHarness(work: "A")
+    harness.delay(1_000)
+    harness.cancel()
+    harness.delay(100)
+    #expect(harness.timers.count == 2)
+    harness.advance(by: 100)
+    #expect(harness.runs == [Run(work: "A", at: 100)])
+    harness.advance(by: 1_000)
+    #expect(harness.runs.count == 1)
+    #expect(harness.timers.isEmpty)
+  }
+
   @Test func releaseCancelsAndForgetsTask() {
     var harness = MachineHarness(work: "A")
     harness.delay(100)
@@ -184,7 +214,7 @@ import Testing
   @Test func staleGenerationIsIgnored() {
     var machine = MachineHarness.Machine(options: DelayOptions(deadlinePolicy: .restart), work: "A")
     guard
-      case .started(_, let first, _) = machine.delay(
+      case .started(_, let first?, _) = machine.delay(
         at: MachineHarness.tick(0), until: MachineHarness.tick(100), work: nil)
     else { return #expect(Bool(false)) }
     guard

@@ -36,7 +36,7 @@ struct MachineHarness {
     case .rejected:
       return nil
     case .started(let seq, let timer, let leading):
-      timers.append(timer)
+      if let timer { timers.append(timer) }
       if let leading {
         runs.append(Run(work: leading, at: now))
         resolve(seq, .executed)
