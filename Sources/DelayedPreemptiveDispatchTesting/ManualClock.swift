@@ -33,14 +33,17 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
       self.offset = offset
     }
 
+    /// The instant `duration` after this one.
     public func advanced(by duration: Duration) -> Instant {
       Instant(offset: offset + duration)
     }
 
+    /// The time from this instant to `other`; negative when `other` is earlier.
     public func duration(to other: Instant) -> Duration {
       other.offset - offset
     }
 
+    /// Whether `lhs` comes before `rhs`.
     public static func < (lhs: Instant, rhs: Instant) -> Bool {
       lhs.offset < rhs.offset
     }

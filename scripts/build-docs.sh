@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds the DocC documentation with the toolchain's own `docc`, so the package needs no plugin
+# and no dependency. Fails on any DocC warning.
+#
+#   scripts/build-docs.sh
+#
+# Output (git-ignored):
+#   docs-output/DelayedPreemptiveDispatch.doccarchive         the library, with its catalog
+#   docs-output/DelayedPreemptiveDispatchTesting.doccarchive  ManualClock
+#
+# Set DOCC to use a specific docc binary.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$PWD"
+
+modules=(DelayedPreemptiveDispatch DelayedPreemptiveDispatchTesting)
+build_path="$root/.build/docs"
+graphs="$build_path/symbol-graphs"
+output="$root/docs-output"
+
+find_docc() {
+  if [[ -n "${DOCC:-}" ]]; then
+    echo "$DOCC"
+  elif command -v docc >/dev/null 2>&1; then
+    command -v docc
+  elif command -v xcrun >/dev/null 2>&1 && xcrun --find docc >/dev/null 2>&1; then
+    xcrun --find docc
+  else
+    # On Linux, docc ships next to swift in the toolchain's usr/bin.
+    local swift_bin
+    swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
+    [[ -x "$swift_bin/docc" ]] || {
+      echo "error: docc not found; set DOCC or put the toolchain's docc on PATH" >&2
+      exit 1
+    }
+    echo "$swift_bin/docc"
+  fi
+}
+docc="$(find_docc)"
+
+# Emits the symbol graphs while compiling. A separate build path keeps these compiler flags from
+# invalidating the regular `.build` products. It starts clean every time: an up-to-date module is
+# not recompiled, so an incremental build could leave a stale or missing graph behind.
+echo "Building symbol graphs in ${build_path#"$root"/}"
+rm -rf "$build_path"
+mkdir -p "$graphs"
+swift build --target DelayedPreemptiveDispatchTesting --build-path "$build_path" \
+  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs"
+
+rm -rf "$output"
+mkdir -p "$output"
+for module in "${modules[@]}"; do
+  # docc documents one module per archive: give it only this module's graphs (its own, and its
+  # extensions of other modules, `Module@Other.symbols.json`).
+  module_graphs="$build_path/module-graphs/$module"
+  rm -rf "$module_graphs"
+  mkdir -p "$module_graphs"
+  cp "$graphs/$module.symbols.json" "$module_graphs/"
+  shopt -s nullglob
+  for extension in "$graphs/$module@"*.symbols.json; do cp "$extension" "$module_graphs/"; done
+  shopt -u nullglob
+
+  # Always name a catalog: without one, docc searches the working directory for any `.docc`
+  # folder and may pick up another module's. A module without a catalog gets an empty one.
+  catalog="Sources/$module/$module.docc"
+  if [[ ! -d "$catalog" ]]; then
+    catalog="$build_path/empty-catalogs/$module.docc"
+    mkdir -p "$catalog"
+  fi
+
+  echo "Converting $module"
+  log="$build_path/$module.docc.log"
+  if ! "$docc" convert "$catalog" \
+    --additional-symbol-graph-dir "$module_graphs" \
+    --fallback-display-name "$module" \
+    --fallback-bundle-identifier "$module" \
+    --output-path "$output/$module.doccarchive" \
+    --warnings-as-errors >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "error: docc failed for $module (warnings count as errors)" >&2
+    exit 1
+  fi
+  # Belt and braces: DocC promotes warnings to errors above, but never accept one that slips by.
+  if grep -qiE '(^|[^a-z])(warning|error):' "$log"; then
+    cat "$log" >&2
+    echo "error: docc reported problems for $module" >&2
+    exit 1
+  fi
+done
+
+echo "Documentation built with no warnings:"
+for module in "${modules[@]}"; do echo "  docs-output/$module.doccarchive"; done
