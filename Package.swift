@@ -15,9 +15,16 @@ let package = Package(
       name: "DelayedPreemptiveDispatchTesting",
       dependencies: ["DelayedPreemptiveDispatch"]
     ),
+    // Breaks one precondition per run, so that tests can check the message from outside.
+    .executableTarget(
+      name: "dpd-precondition-probe",
+      dependencies: ["DelayedPreemptiveDispatch"]
+    ),
     .testTarget(
       name: "DelayedPreemptiveDispatchTests",
-      dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
+      dependencies: [
+        "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "dpd-precondition-probe",
+      ]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -41,7 +41,7 @@ extension Duration {
 
   /// `seconds` as a duration; `parameter` names the argument in the precondition message.
   static func checkedSeconds(_ seconds: Double, parameter: String) -> Int64 {
-    precondition(
+    requireArgument(
       seconds.isFinite, "\(parameter) must be a finite number of seconds, got \(seconds)")
     let nanoseconds = seconds * 1e9
     if nanoseconds >= 9.2e18 { return .max }

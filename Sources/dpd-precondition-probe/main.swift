@@ -1,0 +1,25 @@
+// Breaks one documented precondition, named by the first argument, so that a test can check
+// from outside that the process stops with a message naming the parameter. A trap cannot be
+// caught inside the test process itself.
+import DelayedPreemptiveDispatch
+
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+let probes: [String: () -> Void] = [
+  "delay-nan": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.nan) { } },
+  "delay-infinity": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.infinity) { } },
+]
+
+let name = CommandLine.arguments.dropFirst().first ?? ""
+guard let probe = probes[name] else {
+  print("usage: dpd-precondition-probe <\(probes.keys.sorted().joined(separator: "|"))>")
+  exit(2)
+}
+probe()
+print("probe \(name) returned without stopping")
