@@ -101,6 +101,11 @@ public final class AllResourcesLoadedSignal: Sendable {
     batch.state.withLock { $0.count }
   }
 
+  /// The tasks suspended in ``allLoaded()``, for tests.
+  var waiterCount: Int {
+    batch.state.withLock { $0.waiters.count }
+  }
+
   private func timerFired(generation: UInt64) {
     let signalled = batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
       guard generation == state.generation else { return nil }
