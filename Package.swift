@@ -15,6 +15,10 @@ let package = Package(
       name: "DelayedPreemptiveDispatchTesting",
       dependencies: ["DelayedPreemptiveDispatch"]
     ),
+    .executableTarget(
+      name: "dpd-demo",
+      dependencies: ["DelayedPreemptiveDispatch"]
+    ),
     .testTarget(
       name: "DelayedPreemptiveDispatchTests",
       dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
