@@ -43,14 +43,16 @@ enum LockoutScenario {
     }
     for instant in wrongPasscodes {
       await run.at(instant)
-      adapter.recordFailure()
-      await wrongPasscode(count, run)
+      await wrongPasscode(count, run, adapter)
     }
     await run.finish { count.withLock { $0.adapterReopened } }
     return run
   }
 
-  private static func wrongPasscode(_ count: LockBox<Count>, _ run: ScenarioRun) async {
+  /// Logs the input, then tells the adapter, then submits, so the log reads in that order.
+  private static func wrongPasscode(
+    _ count: LockBox<Count>, _ run: ScenarioRun, _ adapter: PasscodeLockout
+  ) async {
     let (failures, locks) = count.withLock { count -> (Int, Bool) in
       guard !count.lockedOut else { return (0, false) }
       count.failures += 1
@@ -61,13 +63,16 @@ enum LockoutScenario {
     }
     if failures == 0 {
       run.input("wrong passcode, refused: locked out (nothing submitted)")
+      adapter.recordFailure()
     } else if locks {
       run.input("wrong passcode \(failures) of \(maxFailures): lock out")
+      adapter.recordFailure()
       await run.submit("lockout", delay: lockout, firing: "lockout ends") {
         count.withLock { $0.lockedOut = false }
       }
     } else {
       run.input("wrong passcode \(failures) of \(maxFailures)")
+      adapter.recordFailure()
       await run.submit("wrong #\(failures)", delay: window, firing: "window passed, count reset") {
         count.withLock { $0.failures = 0 }
       }

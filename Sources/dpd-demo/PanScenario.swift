@@ -31,12 +31,12 @@ enum PanScenario {
       await run.at(.milliseconds(milliseconds))
       switch motion {
       case .began:
-        adapter.panDidBegin()
         run.input("pan began")
+        adapter.panDidBegin()
         if stopPending.withLock({ $0 }) { await run.cancel("a pan began") }
       case .stopped(let why):
-        adapter.panDidStop()
         run.input("pan stopped (\(why))")
+        adapter.panDidStop()
         stopPending.withLock { $0 = true }
         await run.submit("stop", delay: settleDelay, firing: "map settled, load tiles") {
           stopPending.withLock { $0 = false }

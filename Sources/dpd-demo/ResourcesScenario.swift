@@ -32,12 +32,12 @@ enum ResourcesScenario {
     var arrival = Duration.zero
     for index in 1...resources {
       await run.at(arrival)
-      adapter.resourceDidLoad()
       let count = loaded.withLock { count in
         count += 1
         return count
       }
       run.input("resource \(index) arrived")
+      adapter.resourceDidLoad()
       await run.submit("load \(index)", delay: quietPeriod, firing: "all \(count) loaded") {}
       arrival += .milliseconds(Int.random(in: 50...350, using: &random))
     }

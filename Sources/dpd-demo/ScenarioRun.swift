@@ -31,11 +31,11 @@ final class ScenarioRun: Sendable {
   ) async {
     let id = timeline.submit(label, delay: delay)
     let runsOn = backend.runsOn
+    timeline.log(.dispatch, "#\(id) submitted: delay(\(seconds(delay)))")
     let ticket = await backend.delay(delay) { [timeline] in
       timeline.log(.fired, "#\(id) fired \(runsOn): \(firing)")
       task()
     }
-    timeline.log(.dispatch, "#\(id) submitted: delay(\(seconds(delay)))")
     let follow = Task { [timeline] in
       let outcome = await ticket.outcome
       timeline.resolve(id, outcome)
@@ -49,8 +49,8 @@ final class ScenarioRun: Sendable {
   }
 
   func cancel(_ reason: String) async {
-    await backend.cancel()
     timeline.log(.dispatch, "cancel(): \(reason)")
+    await backend.cancel()
   }
 
   func input(_ text: String) {
