@@ -15,6 +15,10 @@ let package = Package(
       name: "DelayedPreemptiveDispatchTesting",
       dependencies: ["DelayedPreemptiveDispatch"]
     ),
+    .executableTarget(
+      name: "dpd-demo",
+      dependencies: ["DelayedPreemptiveDispatch"]
+    ),
     // Breaks one precondition per run, so that tests can check the message from outside.
     .executableTarget(
       name: "dpd-precondition-probe",

@@ -12,8 +12,8 @@ import DelayedPreemptiveDispatch
 #endif
 
 let probes: [String: () -> Void] = [
-  "delay-nan": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.nan) { } },
-  "delay-infinity": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.infinity) { } },
+  "delay-nan": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.nan) {} },
+  "delay-infinity": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.infinity) {} },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

@@ -12,6 +12,9 @@ final class Recorder<Element: Sendable>: Sendable {
     box.withLock { $0 }
   }
 
+  /// The same as ``elements``.
+  var all: [Element] { elements }
+
   var count: Int {
     box.withLock { $0.count }
   }

@@ -1,0 +1,166 @@
+import Dispatch
+
+/// Reports when panning has come to rest: `onSettle` runs once `settleDelay` has passed since
+/// the last `panDidStop()` with no `panDidBegin()` after it.
+///
+/// ```swift
+/// let settle = PanSettleDetector(settleDelay: .milliseconds(250), callbackQueue: .main) {
+///   map.loadTilesForVisibleRegion()
+/// }
+/// func panGestureChanged(_ gesture: UIPanGestureRecognizer) {
+///   switch gesture.state {
+///   case .began: settle.panDidBegin()
+///   case .ended, .cancelled, .failed: settle.panDidStop()
+///   default: break
+///   }
+/// }
+/// ```
+///
+/// - Rules: a burst of stops settles once, `settleDelay` after the last one. ``panDidBegin()``
+///   holds the settle off until the next stop. With `maxWait`, an endless run of short pans
+///   still settles: at most `maxWait` after the first pan event since the last settle, or, if a
+///   pan is in motion then, at once when it stops.
+/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``; each stop
+///   preempts the pending settle. A pending timer does not keep the detector alive; releasing
+///   it cancels the timer, and no callback follows.
+/// - Callbacks: `onSettle` runs on `callbackQueue`, or on a serial queue the detector owns,
+///   once per settle and never under a lock. A concurrent `callbackQueue` may run two of them at
+///   the same time.
+/// - Thread safety: every method may be called from any thread.
+public final class PanSettleDetector: Sendable {
+  private struct State {
+    var panning = false
+    var settled = true
+    /// `maxWait` passed during a pan: the next stop settles at once.
+    var overdue = false
+    /// Names the latest pan event; a timer armed by an earlier one is stale.
+    var generation: UInt64 = 0
+  }
+
+  private let state = LockBox(State())
+  private let settleDelay: Duration
+  private let maxWait: Duration?
+  private let timer: DelayedPreemptiveDispatchQueue
+  private let callbacks: CallbackQueue
+  private let onSettle: @Sendable () -> Void
+
+  /// Creates a detector on real time.
+  ///
+  /// - Parameters:
+  ///   - settleDelay: The quiet time after the last stop that counts as settled.
+  ///   - callbackQueue: Where `onSettle` runs; `nil` for a serial queue the detector owns.
+  ///   - onSettle: Called once per settle.
+  public convenience init(
+    settleDelay: Duration = .milliseconds(250), callbackQueue: DispatchQueue? = nil,
+    onSettle: @escaping @Sendable () -> Void
+  ) {
+    self.init(
+      settleDelay: settleDelay, maxWait: nil, timing: .realTime, callbackQueue: callbackQueue,
+      onSettle: onSettle)
+  }
+
+  /// Creates a detector that follows `clock`; `ManualClock` for tests.
+  public convenience init<C: Clock>(
+    settleDelay: Duration = .milliseconds(250), clock: C, callbackQueue: DispatchQueue? = nil,
+    onSettle: @escaping @Sendable () -> Void
+  ) where C.Duration == Duration {
+    self.init(
+      settleDelay: settleDelay, maxWait: nil, timing: .clock(clock),
+      callbackQueue: callbackQueue, onSettle: onSettle)
+  }
+
+  /// Creates a detector on real time that settles at most `maxWait` after the first pan event
+  /// since the last settle, however the pans go on (or when the pan in motion then stops).
+  public convenience init(
+    settleDelay: Duration = .milliseconds(250), maxWait: Duration,
+    callbackQueue: DispatchQueue? = nil, onSettle: @escaping @Sendable () -> Void
+  ) {
+    self.init(
+      settleDelay: settleDelay, maxWait: maxWait, timing: .realTime,
+      callbackQueue: callbackQueue, onSettle: onSettle)
+  }
+
+  /// Creates a detector with `maxWait` that follows `clock`; `ManualClock` for tests.
+  public convenience init<C: Clock>(
+    settleDelay: Duration = .milliseconds(250), maxWait: Duration, clock: C,
+    callbackQueue: DispatchQueue? = nil, onSettle: @escaping @Sendable () -> Void
+  ) where C.Duration == Duration {
+    self.init(
+      settleDelay: settleDelay, maxWait: maxWait, timing: .clock(clock),
+      callbackQueue: callbackQueue, onSettle: onSettle)
+  }
+
+  private init(
+    settleDelay: Duration, maxWait: Duration?, timing: AdapterTiming,
+    callbackQueue: DispatchQueue?, onSettle: @escaping @Sendable () -> Void
+  ) {
+    self.settleDelay = settleDelay
+    self.maxWait = maxWait
+    timer = timing.makeQueue(
+      label: "PanSettleDetector.timer",
+      options: DelayOptions(deadlinePolicy: .restart, maxWait: maxWait))
+    callbacks = CallbackQueue(given: callbackQueue, label: "PanSettleDetector.callbacks")
+    self.onSettle = onSettle
+  }
+
+  /// A pan motion started: no settle while panning. The pending settle is held off until the
+  /// next ``panDidStop()`` (with `maxWait`, the bound still counts).
+  public func panDidBegin() {
+    state.withLock { state in
+      state.panning = true
+      state.settled = false
+      state.generation &+= 1
+      guard !state.overdue else { return }
+      if let maxWait {
+        // The deadline moves to the `maxWait` bound of the burst, which caps it.
+        arm(after: maxWait, generation: state.generation)
+      } else {
+        timer.cancel()
+      }
+    }
+  }
+
+  /// A pan motion came to rest or was interrupted: settle `settleDelay` from now unless another
+  /// pan begins first. This preempts the settle a previous stop scheduled.
+  public func panDidStop() {
+    state.withLock { state in
+      state.panning = false
+      state.settled = false
+      state.generation &+= 1
+      guard state.overdue else {
+        arm(after: settleDelay, generation: state.generation)
+        return
+      }
+      timer.cancel()
+      settle(&state)
+    }
+  }
+
+  /// Whether the panning has settled: true before the first pan event, and from each settle to
+  /// the next pan event.
+  public var isSettled: Bool {
+    state.withLock { $0.settled }
+  }
+
+  private func arm(after delay: Duration, generation: UInt64) {
+    timer.delay(for: delay) { [weak self] in self?.timerFired(generation: generation) }
+  }
+
+  private func timerFired(generation: UInt64) {
+    state.withLock { state in
+      guard generation == state.generation else { return }
+      if state.panning {
+        state.overdue = true
+      } else {
+        settle(&state)
+      }
+    }
+  }
+
+  /// Called under the lock: enqueueing the callback there keeps settles in order.
+  private func settle(_ state: inout State) {
+    state.overdue = false
+    state.settled = true
+    callbacks.send(onSettle)
+  }
+}

@@ -1,0 +1,175 @@
+import Dispatch
+
+/// Counts wrong passcodes and locks out after too many in a row: the count resets after a quiet
+/// `window`, and a lockout ends by itself after `lockoutDuration`.
+///
+/// ```swift
+/// let lockout = PasscodeLockout(maxFailures: 3, window: .seconds(60),
+///                               lockoutDuration: .seconds(60), callbackQueue: .main) { state in
+///   keypad.isEnabled = state != .lockedOut
+/// }
+/// func passcodeEntered(_ code: String) {
+///   if code == expected { lockout.recordSuccess(); unlock() } else { lockout.recordFailure() }
+/// }
+/// ```
+///
+/// - Rules: failures count while each follows the previous one within `window`; once `window`
+///   passes with no failure, the count returns to 0. The failure that brings the count to
+///   `maxFailures` locks out; while locked out, failures count nothing. After the lockout the
+///   state is `.open(failures: 0)`. A failure that races the window's end by a hair is ordered
+///   by whichever takes the lock first.
+/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``: each failure
+///   preempts the pending window end, and a lockout replaces it. A pending timer does not keep
+///   the lockout alive; releasing it cancels the timer and no callback follows.
+/// - Callbacks: `onChange` runs on `callbackQueue`, or on a serial queue the lockout owns, once
+///   per state change and in the order of the changes, never under a lock. A concurrent
+///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
+/// - Extras: escalating lockouts (``init(maxFailures:window:lockoutDurations:callbackQueue:onChange:)``)
+///   and a ``Snapshot`` to save and restore across a relaunch.
+/// - Thread safety: every method may be called from any thread.
+public final class PasscodeLockout: Sendable {
+  private let rules: LockBox<LockoutRules>
+  private let timer: DelayedPreemptiveDispatchQueue
+  private let timing: AdapterTiming
+  private let callbacks: CallbackQueue
+  private let onChange: (@Sendable (State) -> Void)?
+
+  /// Creates a lockout on real time.
+  ///
+  /// - Parameters:
+  ///   - maxFailures: The failures, each within `window` of the previous one, that lock out.
+  ///   - window: How long a failure stays counted when no other follows.
+  ///   - lockoutDuration: How long a lockout lasts.
+  ///   - callbackQueue: Where `onChange` runs; `nil` for a serial queue the lockout owns.
+  ///   - onChange: Called with each new state: `.open(failures:)` or `.lockedOut`.
+  /// - Precondition: `maxFailures >= 1`; `window` and `lockoutDuration` are positive.
+  public convenience init(
+    maxFailures: Int = 3, window: Duration = .seconds(60),
+    lockoutDuration: Duration = .seconds(60), callbackQueue: DispatchQueue? = nil,
+    onChange: (@Sendable (State) -> Void)? = nil
+  ) {
+    self.init(
+      rules: LockoutRules(
+        maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration]),
+      timing: .realTime, callbackQueue: callbackQueue, onChange: onChange)
+  }
+
+  /// Creates a lockout whose window and lockout follow `clock`; `ManualClock` for tests.
+  ///
+  /// The same as ``init(maxFailures:window:lockoutDuration:callbackQueue:onChange:)`` otherwise.
+  public convenience init<C: Clock>(
+    maxFailures: Int = 3, window: Duration = .seconds(60),
+    lockoutDuration: Duration = .seconds(60), clock: C, callbackQueue: DispatchQueue? = nil,
+    onChange: (@Sendable (State) -> Void)? = nil
+  ) where C.Duration == Duration {
+    self.init(
+      rules: LockoutRules(
+        maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration]),
+      timing: .clock(clock), callbackQueue: callbackQueue, onChange: onChange)
+  }
+
+  /// Creates a lockout whose successive lockouts grow, as on a phone's passcode screen.
+  ///
+  /// The first lockout lasts `lockoutDurations[0]`, the second `lockoutDurations[1]`, and so
+  /// on; the last duration repeats. ``recordSuccess()`` (while open) starts again at the first.
+  ///
+  /// ```swift
+  /// let lockout = PasscodeLockout(
+  ///   maxFailures: 5, lockoutDurations: [.seconds(60), .seconds(300), .seconds(900), .seconds(3600)])
+  /// ```
+  ///
+  /// - Precondition: `lockoutDurations` is not empty and each is positive; `maxFailures >= 1`;
+  ///   `window` is positive.
+  public convenience init(
+    maxFailures: Int = 3, window: Duration = .seconds(60), lockoutDurations: [Duration],
+    callbackQueue: DispatchQueue? = nil, onChange: (@Sendable (State) -> Void)? = nil
+  ) {
+    self.init(
+      rules: LockoutRules(
+        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations),
+      timing: .realTime, callbackQueue: callbackQueue, onChange: onChange)
+  }
+
+  /// Creates an escalating lockout that follows `clock`; `ManualClock` for tests.
+  public convenience init<C: Clock>(
+    maxFailures: Int = 3, window: Duration = .seconds(60), lockoutDurations: [Duration],
+    clock: C, callbackQueue: DispatchQueue? = nil, onChange: (@Sendable (State) -> Void)? = nil
+  ) where C.Duration == Duration {
+    self.init(
+      rules: LockoutRules(
+        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations),
+      timing: .clock(clock), callbackQueue: callbackQueue, onChange: onChange)
+  }
+
+  private init(
+    rules: LockoutRules, timing: AdapterTiming, callbackQueue: DispatchQueue?,
+    onChange: (@Sendable (State) -> Void)?
+  ) {
+    self.rules = LockBox(rules)
+    self.timing = timing
+    timer = timing.makeQueue(
+      label: "PasscodeLockout.timer", options: DelayOptions(deadlinePolicy: .restart))
+    callbacks = CallbackQueue(given: callbackQueue, label: "PasscodeLockout.callbacks")
+    self.onChange = onChange
+  }
+
+  /// Counts a wrong passcode and returns the resulting state.
+  ///
+  /// While open, it counts the failure and restarts the window; the failure that reaches
+  /// `maxFailures` locks out. While locked out, it counts nothing and returns `.lockedOut`.
+  @discardableResult
+  public func recordFailure() -> State {
+    rules.withLock { rules in
+      apply(rules.failure(at: timing.now()))
+      return rules.state
+    }
+  }
+
+  /// Records a right passcode: sets `.open(failures: 0)`, cancels the window's timer and starts
+  /// escalation again at the first lockout duration. It does nothing while locked out: a success
+  /// does not end a lockout.
+  public func recordSuccess() {
+    rules.withLock { rules in apply(rules.success()) }
+  }
+
+  /// The current state.
+  public var state: State {
+    rules.withLock { $0.state }
+  }
+
+  /// How long the current lockout still lasts; `nil` while open.
+  public var remainingLockout: Duration? {
+    rules.withLock { rules in
+      rules.lockoutEnd.map { max($0 - timing.now(), .zero) }
+    }
+  }
+
+  /// Runs `body` on the rules under the lock, with the current instant of the time line.
+  func withRules<Result>(_ body: (inout LockoutRules, Duration) -> Result) -> Result {
+    rules.withLock { rules in body(&rules, timing.now()) }
+  }
+
+  /// Performs a transition's timer change and enqueues its report. Called under the lock, so
+  /// that submissions and callbacks follow the order of the state changes; neither runs user
+  /// code here.
+  func apply(_ transition: LockoutRules.Transition) {
+    switch transition.timer {
+    case .keep:
+      break
+    case .cancel:
+      timer.cancel()
+    case .arm(let after, let generation):
+      timer.delay(for: after) { [weak self] in self?.timerFired(generation: generation) }
+    }
+    if let report = transition.report, let onChange {
+      callbacks.send { onChange(report) }
+    }
+  }
+
+  private func timerFired(generation: UInt64) {
+    rules.withLock { rules in
+      let report = rules.timerFired(generation: generation)
+      apply(LockoutRules.Transition(report: report, timer: .keep))
+    }
+  }
+}

@@ -1,0 +1,73 @@
+import Dispatch
+import Testing
+
+@testable import DelayedPreemptiveDispatch
+
+/// The only adapter tests that sleep: one smoke test per adapter on the real-time path
+/// (`asyncAfter`). They assert "not before" strictly and "not after" loosely, so that a loaded
+/// 2-core machine passes them.
+@Suite("Adapters RealTime smoke", .serialized)
+struct AdapterRealTimeTests {
+  /// Generous upper bound for a callback that is due: scheduling noise on a busy machine.
+  let lateness = Duration.seconds(2)
+
+  @Test func passcodeLockoutEndsNotBeforeLockoutDuration() async throws {
+    let clock = ContinuousClock()
+    let changes = Recorder<(PasscodeLockout.State, ContinuousClock.Instant)>()
+    let lockout = PasscodeLockout(maxFailures: 2, lockoutDuration: .milliseconds(200)) {
+      changes.append(($0, clock.now))
+    }
+    lockout.recordFailure()
+    let lockedAt = clock.now
+    #expect(lockout.recordFailure() == .lockedOut)
+    try await waitUntil(deadline: lockedAt + .milliseconds(200) + lateness) {
+      changes.all.count == 3
+    }
+    let reported = changes.all
+    #expect(reported.map(\.0) == [.open(failures: 1), .lockedOut, .open(failures: 0)])
+    #expect(reported[2].1 >= lockedAt + .milliseconds(200))
+    #expect(lockout.state == .open(failures: 0))
+  }
+
+  @Test func panSettleDetectorSettlesNotBeforeSettleDelay() async throws {
+    let clock = ContinuousClock()
+    let settles = Recorder<ContinuousClock.Instant>()
+    let detector = PanSettleDetector(settleDelay: .milliseconds(150)) { settles.append(clock.now) }
+    detector.panDidBegin()
+    detector.panDidStop()
+    detector.panDidStop()
+    let lastStop = clock.now
+    try await waitUntil(deadline: lastStop + .milliseconds(150) + lateness) {
+      !settles.all.isEmpty
+    }
+    #expect(settles.all.count == 1)
+    #expect(settles.all[0] >= lastStop + .milliseconds(150))
+    #expect(detector.isSettled)
+  }
+
+  @Test func allResourcesLoadedSignalsNotBeforeQuietPeriod() async {
+    let clock = ContinuousClock()
+    let signal = AllResourcesLoadedSignal(quietPeriod: .milliseconds(150))
+    signal.resourceDidLoad()
+    signal.resourceDidLoad()
+    let lastLoad = clock.now
+    let count = await signal.allLoaded()
+    let signalled = clock.now
+    #expect(count == 2)
+    #expect(signalled >= lastLoad + .milliseconds(150))
+    #expect(signalled < lastLoad + .milliseconds(150) + lateness)
+  }
+
+  /// Polls `condition` every 10 ms; records an issue if `deadline` passes first.
+  private func waitUntil(
+    deadline: ContinuousClock.Instant, _ condition: () -> Bool
+  ) async throws {
+    while !condition() {
+      guard ContinuousClock.now < deadline else {
+        Issue.record("not done by the loose deadline")
+        return
+      }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+  }
+}
