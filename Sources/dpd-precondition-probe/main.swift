@@ -14,6 +14,10 @@ import DelayedPreemptiveDispatch
 let probes: [String: () -> Void] = [
   "delay-nan": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.nan) {} },
   "delay-infinity": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.infinity) {} },
+  "lockout-max-failures": { _ = PasscodeLockout(maxFailures: 0) },
+  "lockout-window": { _ = PasscodeLockout(window: .zero) },
+  "lockout-duration": { _ = PasscodeLockout(lockoutDuration: .seconds(-1)) },
+  "lockout-escalation-empty": { _ = PasscodeLockout(lockoutDurations: []) },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

@@ -32,13 +32,13 @@ struct LockoutRules: Sendable {
   private var generation: UInt64 = 0
 
   init(maxFailures: Int, window: Duration, lockoutDurations: [Duration]) {
-    precondition(
+    requireArgument(
       maxFailures >= 1, "PasscodeLockout: maxFailures must be at least 1, got \(maxFailures)")
-    precondition(window > .zero, "PasscodeLockout: window must be positive, got \(window)")
-    precondition(
+    requireArgument(window > .zero, "PasscodeLockout: window must be positive, got \(window)")
+    requireArgument(
       !lockoutDurations.isEmpty, "PasscodeLockout: lockoutDurations must not be empty")
     for duration in lockoutDurations {
-      precondition(
+      requireArgument(
         duration > .zero, "PasscodeLockout: lockoutDuration must be positive, got \(duration)")
     }
     self.maxFailures = maxFailures

@@ -24,6 +24,9 @@ import Testing
     let process = Process()
     process.executableURL = productsDirectory.appendingPathComponent("dpd-precondition-probe")
     process.arguments = [name]
+    var environment = ProcessInfo.processInfo.environment
+    environment["SWIFT_BACKTRACE"] = "enable=no"  // the message is what matters, and is quicker
+    process.environment = environment
     let errors = Pipe()
     process.standardError = errors
     process.standardOutput = FileHandle.nullDevice
@@ -38,6 +41,10 @@ import Testing
   @Test(arguments: [
     ("delay-nan", "delay(_:task:): seconds must be a finite number of seconds, got nan"),
     ("delay-infinity", "delay(_:task:): seconds must be a finite number of seconds, got inf"),
+    ("lockout-max-failures", "PasscodeLockout: maxFailures must be at least 1, got 0"),
+    ("lockout-window", "PasscodeLockout: window must be positive, got 0.0 seconds"),
+    ("lockout-duration", "PasscodeLockout: lockoutDuration must be positive, got -1.0 seconds"),
+    ("lockout-escalation-empty", "PasscodeLockout: lockoutDurations must not be empty"),
   ])
   func programmerErrorStopsWithMessageNamingParameter(probe: String, message: String) throws {
     let result = try Self.runProbe(probe)
