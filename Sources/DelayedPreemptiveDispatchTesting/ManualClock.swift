@@ -22,6 +22,10 @@ import DelayedPreemptiveDispatch
 /// While a due timer's work runs, ``now`` reads that timer's deadline; after `advance` it reads
 /// the target. Plain ``sleep(until:tolerance:)`` callers are resumed in the same order, but what
 /// they do after waking is not awaited. Calls of `advance` should not overlap.
+///
+/// Runs that wait for no timer start at once instead, outside `advance`: a `leading` run, and
+/// the queue's `flush()`. A test whose result depends on when they run relative to the clock
+/// awaits their ticket (or the queue's `wait()`) before it advances.
 public final class ManualClock: Clock, SchedulingClock, Sendable {
   /// An instant of a ``ManualClock``: the time since the clock was created.
   public struct Instant: InstantProtocol, Sendable {

@@ -58,15 +58,16 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   /// Submits `task` (or the task given last, when `nil`) to run `duration` from now, preempting
-  /// the pending submission of the burst. Zero or negative means "due now". With no task ever
-  /// given, the ticket is `.cancelled` at once and nothing runs.
+  /// the pending submission of the burst. Zero or negative means "due now"; more than about
+  /// 100 years counts as 100 years, that is "never, unless flushed". With no task ever given,
+  /// the ticket is `.cancelled` at once and nothing runs.
   @discardableResult
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket
   {
     let now = clock.now
     let work = task.map(AsyncWork.init)
-    switch machine.delay(at: now, until: now.advanced(by: max(duration, .zero)), work: work) {
+    switch machine.delay(at: now, until: now.advanced(by: duration.clampedDelay), work: work) {
     case .rejected:
       return DelayTicket(resolved: .cancelled)
     case .joined(let seq, _, let request):

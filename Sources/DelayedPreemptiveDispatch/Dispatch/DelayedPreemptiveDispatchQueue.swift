@@ -67,7 +67,8 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   ///
   /// Returns at once, from any thread. Under ``DeadlinePolicy/extend`` the deadline only moves
   /// later; under ``DeadlinePolicy/restart`` it becomes now + `seconds`. Zero or a negative
-  /// value means "due now". With no task ever given, the ticket is `.cancelled` at once and
+  /// value means "due now"; a delay beyond the monotonic clock's range (centuries) saturates to
+  /// "never, unless flushed". With no task ever given, the ticket is `.cancelled` at once and
   /// nothing runs.
   ///
   /// - Precondition: `seconds` is finite.

@@ -44,7 +44,7 @@ import Testing
     let clock = ManualClock()
     let queue = DelayedPreemptiveDispatchQueue(clock: clock)
     let ran = Recorder<Int>()
-    let threads = 4
+    let threads = TestScale.stormThreads
     let calls = TestScale.stormCallsPerThread
     let tickets = Self.storm(threads: threads, callsPerThread: calls) { index in
       queue.delay(1) { ran.append(index) }
@@ -59,7 +59,9 @@ import Testing
   @Test func realTimeQueueStormThenFlushRunsExactlyOnce() async {
     let queue = DelayedPreemptiveDispatchQueue(label: "storm")
     let ran = Recorder<Int>()
-    let tickets = Self.storm(threads: 4, callsPerThread: TestScale.stormCallsPerThread) { index in
+    let tickets = Self.storm(
+      threads: TestScale.stormThreads, callsPerThread: TestScale.stormCallsPerThread
+    ) { index in
       queue.delay(600) { ran.append(index) }
     }
     queue.flush()
@@ -94,8 +96,8 @@ import Testing
     let clock = ManualClock()
     let actor = DelayedPreemptiveActor(clock: clock)
     let ran = Recorder<Int>()
-    let tasks = 4
-    let calls = TestScale.stormCallsPerThread / 10
+    let tasks = TestScale.actorStormTasks
+    let calls = TestScale.actorCallsPerTask
     let tickets = await withTaskGroup(of: [(index: Int, ticket: DelayTicket)].self) { group in
       for task in 0..<tasks {
         group.addTask {

@@ -11,6 +11,12 @@ enum TestScale {
 
   /// Random operation sequences checked against the reference model.
   static let modelSequences = isLong ? 1_000_000 : 10_000
-  /// `delay` calls per thread in a storm on the GCD queue.
+  /// Threads in a storm on the GCD queue, and `delay` calls per thread.
+  static let stormThreads = isLong ? 8 : 4
   static let stormCallsPerThread = isLong ? 1_000_000 : 10_000
+  /// Tasks in a storm on the actor, and `delay` calls per task.
+  static let actorStormTasks = isLong ? 8 : 4
+  static let actorCallsPerTask = isLong ? 100_000 : 1_000
+  /// Repetitions of the ManualClock scenarios that must give identical traces.
+  static let determinismRepetitions = isLong ? 1_000 : 20
 }
