@@ -108,17 +108,17 @@ import Testing
   }
 
   @Test func taskCanDelayAndFlushItsOwnActor() async {
-    let holder = Recorder<DelayedPreemptiveActor<ManualClock>>()
+    let holder = WeakReference<DelayedPreemptiveActor<ManualClock>>()
     let actor = DelayedPreemptiveActor(clock: clock) { [ran] in
       ran.append("run")
-      guard let actor = holder.elements.first else { return }
+      guard let actor = holder.object else { return }
       if ran.count == 1 { await actor.delay(.milliseconds(100)) }
       if ran.count == 2 {
         await actor.delay(.seconds(5))
         await actor.flush()  // from inside its own task: must not wait for itself
       }
     }
-    holder.append(actor)
+    holder.object = actor
     await actor.delay(.milliseconds(100))
     await clock.advance(by: .milliseconds(100))
     await clock.advance(by: .milliseconds(100))

@@ -91,12 +91,12 @@ import Testing
 
   /// Fix 3: a task can schedule the next run of its own queue.
   @Test func taskCanRescheduleItselfFromInsideItsRun() async {
-    let holder = Recorder<DelayedPreemptiveDispatchQueue>()
+    let holder = WeakReference<DelayedPreemptiveDispatchQueue>()
     let queue = DelayedPreemptiveDispatchQueue(clock: clock) { [ran] in
       ran.append("tick")
-      if ran.count < 3 { holder.elements.first?.delay(0.1) }
+      if ran.count < 3 { holder.object?.delay(0.1) }
     }
-    holder.append(queue)
+    holder.object = queue
     queue.delay(0.1)
     for _ in 0..<5 { await clock.advance(by: .milliseconds(100)) }
     #expect(ran.elements == ["tick", "tick", "tick"])

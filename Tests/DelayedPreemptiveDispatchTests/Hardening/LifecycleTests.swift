@@ -9,14 +9,14 @@ import Testing
   let ran = Recorder<String>()
 
   @Test func taskCanCancelABurstItStartedOnItsOwnQueue() async {
-    let holder = Recorder<DelayedPreemptiveDispatchQueue>()
+    let holder = WeakReference<DelayedPreemptiveDispatchQueue>()
     let queue = DelayedPreemptiveDispatchQueue(clock: clock) { [ran] in
       ran.append("first")
-      let queue = holder.all.first
+      let queue = holder.object
       queue?.delay(0.1) { ran.append("never") }
       queue?.cancel()
     }
-    holder.append(queue)
+    holder.object = queue
     queue.delay(0.1)
     await clock.advance(by: .seconds(1))
     #expect(ran.all == ["first"])
@@ -24,15 +24,15 @@ import Testing
   }
 
   @Test func taskCanFlushABurstItStartedOnItsOwnQueue() async {
-    let holder = Recorder<DelayedPreemptiveDispatchQueue>()
+    let holder = WeakReference<DelayedPreemptiveDispatchQueue>()
     let follower = Recorder<DelayTicket>()
     let queue = DelayedPreemptiveDispatchQueue(clock: clock) { [ran] in
       ran.append("first")
-      guard let queue = holder.all.first else { return }
+      guard let queue = holder.object else { return }
       follower.append(queue.delay(60) { ran.append("flushed") })
       queue.flush()  // runs right after this task, on the same queue
     }
-    holder.append(queue)
+    holder.object = queue
     queue.delay(0.1)
     await clock.advance(by: .milliseconds(100))
     #expect(await follower.all.first?.outcome == .executed)
@@ -40,14 +40,14 @@ import Testing
   }
 
   @Test func taskCanCancelItsOwnActor() async {
-    let holder = Recorder<DelayedPreemptiveActor<ManualClock>>()
+    let holder = WeakReference<DelayedPreemptiveActor<ManualClock>>()
     let actor = DelayedPreemptiveActor(clock: clock) { [ran] in
       ran.append("first")
-      guard let actor = holder.all.first else { return }
+      guard let actor = holder.object else { return }
       await actor.delay(.milliseconds(100)) { ran.append("never") }
       await actor.cancel()
     }
-    holder.append(actor)
+    holder.object = actor
     await actor.delay(.milliseconds(100))
     await clock.advance(by: .seconds(1))
     #expect(ran.all == ["first"])

@@ -26,3 +26,17 @@ func tally(_ tickets: [DelayTicket]) async -> [DelayOutcome: Int] {
   for ticket in tickets { counts[await ticket.outcome, default: 0] += 1 }
   return counts
 }
+
+/// A weak reference a task can capture to reach its own queue or actor without a cycle.
+final class WeakReference<Object: AnyObject & Sendable>: Sendable {
+  private struct Storage {
+    weak var object: Object?
+  }
+
+  private let box = LockBox(Storage())
+
+  var object: Object? {
+    get { box.withLock { $0.object } }
+    set { box.withLock { $0.object = newValue } }
+  }
+}
