@@ -1,4 +1,5 @@
 import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchTesting
 import Dispatch
 import Testing
 
@@ -51,5 +52,18 @@ import Testing
     #expect(await ticket.outcome == .executed)
     #expect(ranAfter.count == 1)
     #expect(ranAfter.elements.allSatisfy { $0 >= .milliseconds(50) && $0 < .seconds(10) })
+  }
+
+  /// Clock domains stay apart: a queue on a `ManualClock` never reads real time, so real time
+  /// passing does not fire it; only advancing its clock does.
+  @Test func queueOnManualClockIgnoresRealTime() async {
+    let clock = ManualClock()
+    let ran = Recorder<String>()
+    let queue = DelayedPreemptiveDispatchQueue(clock: clock) { ran.append("ran") }
+    queue.delay(0.01)
+    #expect(queue.wait(timeout: .now() + 0.2) == .timedOut)
+    #expect(ran.all.isEmpty)
+    await clock.advance(by: .milliseconds(10))
+    #expect(ran.all == ["ran"])
   }
 }
