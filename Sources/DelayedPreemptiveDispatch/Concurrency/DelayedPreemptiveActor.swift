@@ -19,10 +19,11 @@
 ///   the pending burst, stops the timer and frees the task.
 public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   typealias Work = AsyncWork
-  typealias Machine = PreemptionStateMachine<C.Instant, Work>
+  typealias Machine = PreemptionStateMachine<Tick, Work>
 
-  private let clock: C
-  private let scheduler: (any SchedulingClock)?
+  /// The clock as ticks: the machine runs on `Tick`, compiled and specialised once in this
+  /// module, instead of on `C.Instant` through generic witnesses on every call.
+  private let timeline: ClockTimeline<C>
   private let tolerance: Duration?
   private var machine: Machine
   private var ledger = TicketLedger()
@@ -43,8 +44,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     clock: C, options: DelayOptions = DelayOptions(),
     task: (@Sendable () async -> Void)? = nil
   ) {
-    self.clock = clock
-    scheduler = clock as? any SchedulingClock
+    timeline = ClockTimeline(clock: clock)
     tolerance = options.tolerance
     machine = Machine(options: options, work: task.map(AsyncWork.init))
   }
@@ -65,9 +65,9 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket
   {
-    let now = clock.now
-    let work = task.map(AsyncWork.init)
-    switch machine.delay(at: now, until: now.advanced(by: duration.clampedDelay), work: work) {
+    let now = timeline.now()
+    let requested = now.advanced(by: duration.clampedDelay)
+    switch machine.delay(at: now, until: requested, work: task.map(AsyncWork.init)) {
     case .rejected:
       return DelayTicket(resolved: .cancelled)
     case .joined(let seq, _, let request):
@@ -119,7 +119,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   private func timerFired(generation: UInt64) async {
-    switch machine.timerFired(at: clock.now, generation: generation) {
+    switch machine.timerFired(at: timeline.now(), generation: generation) {
     case .stale:
       return
     case .rearm(let request):
@@ -153,16 +153,17 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     timerTask?.cancel()
     timerTask = nil
     let generation = request.generation
-    if let scheduler {
-      let delay = clock.now.duration(to: request.deadline)
+    if let scheduler = timeline.scheduler {
+      let delay = timeline.now().duration(to: request.deadline)
       scheduler.schedule(after: delay, tolerance: tolerance) { [weak self] in
         await self?.timerFired(generation: generation)
       }
       return
     }
-    timerTask = Task { [weak self, clock, tolerance] in
+    let (clock, deadline) = (timeline.clock, timeline.instant(at: request.deadline))
+    timerTask = Task { [weak self, tolerance] in
       do {
-        try await clock.sleep(until: request.deadline, tolerance: tolerance)
+        try await clock.sleep(until: deadline, tolerance: tolerance)
       } catch {
         return
       }

@@ -35,25 +35,19 @@ struct DispatchQueueTimer: QueueTimer {
 /// Any clock: ticks are offsets from the clock's instant at `init`. A ``SchedulingClock`` is
 /// asked to call back, so it can await the fired work; any other clock is slept on in a task.
 struct ClockQueueTimer<C: Clock>: QueueTimer where C.Duration == Duration {
-  let clock: C
-  let origin: C.Instant
-  let scheduler: (any SchedulingClock)?
+  let timeline: ClockTimeline<C>
 
   init(clock: C) {
-    self.clock = clock
-    origin = clock.now
-    scheduler = clock as? any SchedulingClock
+    timeline = ClockTimeline(clock: clock)
   }
 
-  func now() -> Tick {
-    Tick(nanoseconds: UInt64(clamping: origin.duration(to: clock.now).saturatingNanoseconds))
-  }
+  func now() -> Tick { timeline.now() }
 
   func arm(
     at deadline: Tick, tolerance: Duration?, on queue: DispatchQueue,
     fire: @escaping @Sendable () -> Void
   ) {
-    if let scheduler {
+    if let scheduler = timeline.scheduler {
       scheduler.schedule(after: now().duration(to: deadline), tolerance: tolerance) {
         await withCheckedContinuation { continuation in
           queue.async {
@@ -64,8 +58,8 @@ struct ClockQueueTimer<C: Clock>: QueueTimer where C.Duration == Duration {
       }
       return
     }
-    let instant = origin.advanced(by: .nanoseconds(Int64(clamping: deadline.nanoseconds)))
-    Task { [clock] in
+    let (clock, instant) = (timeline.clock, timeline.instant(at: deadline))
+    Task {
       do {
         try await clock.sleep(until: instant, tolerance: tolerance)
       } catch {
