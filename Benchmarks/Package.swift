@@ -27,11 +27,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-async-algorithms", exact: "1.1.4"),
   ],
   targets: [
-    .target(name: "CHeapUsage"),
     .target(
       name: "Contenders",
       dependencies: [
-        "CHeapUsage",
         .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
       ]

@@ -32,6 +32,7 @@ func fanOut<D: SyncDebouncer>(_: D.Type, benchmark: Benchmark) {
   let debouncers = (0..<instances).map { _ in D(delay: fanOutDelay) }
   let countdown = Countdown(count: instances)
   let fire: Work = { countdown.arrive() }
+  countdown.openLatch(after: 30)
   benchmark.startMeasurement()
   let start = DispatchTime.now().uptimeNanoseconds
   for debouncer in debouncers { debouncer.submit(fire) }
@@ -41,12 +42,14 @@ func fanOut<D: SyncDebouncer>(_: D.Type, benchmark: Benchmark) {
   benchmark.stopMeasurement()
   benchmark.measurement(Metrics.armNanoseconds, Int(armed - start))
   benchmark.measurement(Metrics.calls, instances)
+  reportMissing(countdown, benchmark)
 }
 
 func fanOut<D: AsyncDebouncer>(_: D.Type, benchmark: Benchmark) async {
   let debouncers = (0..<instances).map { _ in D(delay: fanOutDelay) }
   let countdown = Countdown(count: instances)
   let fire: AsyncWork = { countdown.arrive() }
+  countdown.openLatch(after: 30)
   benchmark.startMeasurement()
   let start = DispatchTime.now().uptimeNanoseconds
   for debouncer in debouncers { await debouncer.submit(fire) }
@@ -55,4 +58,12 @@ func fanOut<D: AsyncDebouncer>(_: D.Type, benchmark: Benchmark) async {
   benchmark.stopMeasurement()
   benchmark.measurement(Metrics.armNanoseconds, Int(armed - start))
   benchmark.measurement(Metrics.calls, instances)
+  reportMissing(countdown, benchmark)
+}
+
+/// Fails the benchmark, rather than hanging it, when some task had not run after 30 s.
+func reportMissing(_ countdown: Countdown, _ benchmark: Benchmark) {
+  let missing = countdown.remaining
+  guard missing > 0 else { return }
+  benchmark.error("\(missing) of \(instances) tasks had not run 30 s after arming")
 }

@@ -9,13 +9,12 @@ public enum Metrics {
   public static let armNanoseconds = BenchmarkMetric.custom("armNanoseconds")
   /// Fire latency: nanoseconds between the deadline and the start of the task.
   public static let overshootNanoseconds = BenchmarkMetric.custom("overshootNanoseconds")
-  /// Memory: growth of the bytes `malloc` holds, and of the resident set, while calls are pending.
-  public static let heapGrowthBytes = BenchmarkMetric.custom("heapGrowthBytes")
+  /// Memory: growth of the resident set while calls are pending.
   public static let residentGrowthBytes = BenchmarkMetric.custom("residentGrowthBytes")
 
   /// Metrics exported as plain counts rather than scaled to K or M.
   private static let counts: [BenchmarkMetric] = [
-    calls, armNanoseconds, overshootNanoseconds, heapGrowthBytes, residentGrowthBytes,
+    calls, armNanoseconds, overshootNanoseconds, residentGrowthBytes,
     .mallocCountTotal,
   ]
 

@@ -41,15 +41,26 @@ public final class Latch: Sendable {
 
 /// Opens its latch once `count` calls of `arrive()` have happened.
 public final class Countdown: Sendable {
-  private let remaining: Locked<Int>
+  private let count: Locked<Int>
   public let latch = Latch()
 
   public init(count: Int) {
-    remaining = Locked(count)
+    self.count = Locked(count)
+  }
+
+  /// Calls still missing; 0 once the latch opened by counting down.
+  public var remaining: Int { count.withLock { $0 } }
+
+  /// Opens the latch after `seconds` whatever the count, so that a lost task shows up as a
+  /// non-zero `remaining` instead of a hung benchmark.
+  public func openLatch(after seconds: Int) {
+    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) { [latch] in
+      latch.open()
+    }
   }
 
   public func arrive() {
-    let isLast = remaining.withLock { remaining in
+    let isLast = count.withLock { remaining in
       remaining -= 1
       return remaining == 0
     }

@@ -1,26 +1,12 @@
-import CHeapUsage
-
 #if canImport(Glibc)
   import Glibc
 #endif
 
-/// What the process holds right now: bytes `malloc` has handed out and not taken back, and the
-/// resident set. Growth between two readings is what pending submissions cost.
-public struct ProcessMemory: Sendable {
-  public var heapBytes: Int
-  public var residentBytes: Int
-
-  public static func current() -> ProcessMemory {
+/// The resident set of the process, from `/proc/self/statm`; 0 where there is none. Growth
+/// between two readings is what pending submissions cost.
+public enum ProcessMemory {
+  public static func residentBytes() -> Int {
     #if canImport(Glibc)
-      ProcessMemory(heapBytes: c_heap_bytes_in_use(), residentBytes: residentSetBytes())
-    #else
-      ProcessMemory(heapBytes: c_heap_bytes_in_use(), residentBytes: 0)
-    #endif
-  }
-
-  #if canImport(Glibc)
-    /// The second field of `/proc/self/statm`, in pages, as bytes.
-    private static func residentSetBytes() -> Int {
       let descriptor = open("/proc/self/statm", O_RDONLY)
       guard descriptor >= 0 else { return 0 }
       defer { close(descriptor) }
@@ -30,6 +16,8 @@ public struct ProcessMemory: Sendable {
       let fields = String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ")
       guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
       return pages * sysconf(Int32(_SC_PAGESIZE))
-    }
-  #endif
+    #else
+      return 0
+    #endif
+  }
 }
