@@ -266,7 +266,7 @@ def targets(results):
     if None not in (kept, dropped, kept_actor, dropped_actor):
         extra = max(kept - dropped, kept_actor - dropped_actor)
         check("keeping tickets adds 0 mallocs per call (queue and actor)",
-              f"+{kept - dropped:.4f} queue, +{kept_actor - dropped_actor:.4f} actor",
+              f"{kept - dropped:+.4f} queue, {kept_actor - dropped_actor:+.4f} actor",
               extra < 0.001)
     rows = ["| target | measured | verdict |", "|---|--:|---|"]
     rows += [f"| {name} | {measured} | {holds} |" for name, measured, holds in checks]
