@@ -1,0 +1,44 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in a package of their own, so that the library's own graph stays free of
+// dependencies. Run them with `swift package --package-path Benchmarks benchmark`.
+
+/// One executable per workload, each comparing every contender in the same run.
+let workloads = ["Storm", "Memory", "FanOut", "FireLatency"].map { name in
+  Target.executableTarget(
+    name: name,
+    dependencies: [
+      "BenchmarkSupport", "Contenders", .product(name: "Benchmark", package: "benchmark"),
+    ],
+    path: "Benchmarks/\(name)",
+    plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+  )
+}
+
+let package = Package(
+  name: "DelayedPreemptiveDispatchBenchmarks",
+  platforms: [.macOS(.v13)],
+  dependencies: [
+    .package(name: "DelayedPreemptiveDispatch", path: ".."),
+    .package(
+      url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
+      traits: ["MallocInterposer"]),
+    .package(url: "https://github.com/apple/swift-async-algorithms", exact: "1.1.4"),
+  ],
+  targets: [
+    .target(
+      name: "Contenders",
+      dependencies: [
+        .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
+        .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+      ]
+    ),
+    .target(
+      name: "BenchmarkSupport",
+      dependencies: ["Contenders", .product(name: "Benchmark", package: "benchmark")]
+    ),
+    .executableTarget(name: "ProfileDriver", dependencies: ["Contenders"]),
+  ] + workloads,
+  swiftLanguageModes: [.v6]
+)

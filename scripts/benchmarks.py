@@ -1,0 +1,423 @@
+#!/usr/bin/env python3
+"""Runs the Benchmarks package and regenerates BENCHMARKS.md and Benchmarks/results.svg.
+
+    python3 scripts/benchmarks.py            # run every benchmark, then write both files
+    python3 scripts/benchmarks.py --report   # rewrite both files from the last run's export
+
+The run exports each benchmark's percentiles (histogramPercentiles) into Benchmarks/.results/,
+next to machine.json, which records the machine at the start of the run. Every figure in the
+report is a median (p50) of that run, except the fire-latency p99.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "Benchmarks" / ".results"
+REPORT = ROOT / "BENCHMARKS.md"
+CHART = ROOT / "Benchmarks" / "results.svg"
+
+CONTENDERS = [
+    ("queue", "`DelayedPreemptiveDispatchQueue`"),
+    ("actor", "`DelayedPreemptiveActor` (ContinuousClock)"),
+    ("seed-style", "seed style: DispatchGroup + asyncAfter per call"),
+    ("work-item", "DispatchWorkItem: cancel, then asyncAfter"),
+    ("task-per-call", "actor with a Task per call"),
+    ("debounce", "AsyncAlgorithms `debounce(for:)`"),
+    ("lower-bound", "lower bound: locked store, no timer"),
+]
+SHORT = {
+    "queue": "GCD queue",
+    "actor": "actor",
+    "seed-style": "seed style",
+    "work-item": "DispatchWorkItem",
+    "task-per-call": "Task per call",
+    "debounce": "debounce",
+    "lower-bound": "lower bound",
+}
+
+
+def shell(command):
+    try:
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine():
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        load = Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        load = "unknown"
+    return {
+        "nproc": shell(["nproc"]),
+        "cpu": model,
+        "os": f"{platform.system()} {platform.release()}",
+        "swift": shell(["swift", "--version"]).splitlines()[0] if shell(["swift", "--version"]) else "unknown",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": load,
+    }
+
+
+def run():
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    for old in RESULTS.glob("*.tsv"):
+        old.unlink()
+    info = machine()
+    (RESULTS / "machine.json").write_text(json.dumps(info, indent=2) + "\n")
+    command = [
+        "swift", "package", "--package-path", str(ROOT / "Benchmarks"),
+        "--allow-writing-to-directory", str(RESULTS),
+        "benchmark", "--format", "histogramPercentiles", "--path", str(RESULTS), "--no-progress",
+    ]
+    print("$ " + " ".join(command), flush=True)
+    status = subprocess.run(command).returncode
+    info["failed"] = status != 0
+    (RESULTS / "machine.json").write_text(json.dumps(info, indent=2) + "\n")
+    if status != 0:
+        print("warning: a benchmark failed; the report marks its figures n/a", file=sys.stderr)
+
+
+def load():
+    """{(workload, contender): {metric: {percentile: value}}} from the exported TSV files."""
+    results = {}
+    for path in RESULTS.glob("*.histogram.percentiles.tsv"):
+        parts = path.name.split(".")
+        name, metric = parts[2], parts[3]
+        workload, _, contender = name.partition(":")
+        lines = path.read_text().splitlines()
+        scale = unit_scale(lines[0])
+        percentiles = {}
+        for line in lines[1:]:
+            percentile, value = line.split("\t")
+            percentiles[int(percentile)] = float(value) * scale
+        results.setdefault((workload, contender), {})[metric] = percentiles
+    return results
+
+
+def unit_scale(header):
+    """The factor back to plain nanoseconds or counts, from a header such as `Malloc (total) (K) *`."""
+    units = {"(ns)": 1, "(us)": 1e3, "(μs)": 1e3, "(ms)": 1e6, "(s)": 1e9,
+             "(#)": 1, "(K)": 1e3, "(M)": 1e6, "(G)": 1e9}
+    for unit, scale in units.items():
+        if unit in header:
+            return scale
+    return 1
+
+
+class Results:
+    def __init__(self, raw):
+        self.raw = raw
+
+    def value(self, workload, contender, metric, percentile=50):
+        try:
+            return self.raw[(workload, contender)][metric][percentile]
+        except KeyError:
+            return None
+
+    def per_call(self, workload, contender, metric):
+        total = self.value(workload, contender, metric)
+        calls = self.value(workload, contender, "calls")
+        if total is None or not calls:
+            return None
+        return total / calls
+
+
+def fmt(value, digits=1, unit=""):
+    if value is None:
+        return "n/a"
+    if value >= 100:
+        return f"{value:,.0f}{unit}"
+    return f"{value:.{digits}f}{unit}"
+
+
+def ratio(value, base):
+    if value is None or not base:
+        return "n/a"
+    return f"{value / base:.2f}×" if value / base < 10 else f"{value / base:,.0f}×"
+
+
+def storm_table(results):
+    rows = [
+        "| contender | ns per call, 1 thread | × lower bound | ns per call, 2 threads | × lower bound | mallocs per call |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    base1 = results.per_call("storm-1-thread", "lower-bound", "wallClock")
+    base2 = results.per_call("storm-2-thread", "lower-bound", "wallClock")
+    for key, label in CONTENDERS:
+        one = results.per_call("storm-1-thread", key, "wallClock")
+        two = results.per_call("storm-2-thread", key, "wallClock")
+        mallocs = results.per_call("storm-1-thread", key, "mallocCountTotal")
+        rows.append(
+            f"| {label} | {fmt(one)} | {ratio(one, base1)} | {fmt(two)} | {ratio(two, base2)} "
+            f"| {fmt(mallocs, 2)} |")
+    return "\n".join(rows)
+
+
+def memory_table(results):
+    rows = [
+        "| contender | resident growth | mallocs per call |",
+        "|---|--:|--:|",
+    ]
+    for key, label in CONTENDERS:
+        resident = results.value("memory", key, "residentGrowthBytes")
+        mallocs = results.per_call("memory", key, "mallocCountTotal")
+        rows.append(f"| {label} | {megabytes(resident)} | {fmt(mallocs, 2)} |")
+    return "\n".join(rows)
+
+
+def megabytes(value):
+    return "n/a" if value is None else f"{value / 1e6:,.2f} MB"
+
+
+def fan_out_table(results):
+    rows = [
+        "| contender | arm, ns per instance | × lower bound | all fired after (ms) | mallocs per instance |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    base = results.per_call("fan-out", "lower-bound", "armNanoseconds")
+    for key, label in CONTENDERS:
+        arm = results.per_call("fan-out", key, "armNanoseconds")
+        fired = results.value("fan-out", key, "wallClock")
+        mallocs = results.per_call("fan-out", key, "mallocCountTotal")
+        fired_ms = None if fired is None else fired / 1e6
+        rows.append(
+            f"| {label} | {fmt(arm)} | {ratio(arm, base)} | {fmt(fired_ms)} | {fmt(mallocs, 2)} |")
+    return "\n".join(rows)
+
+
+def latency_table(results):
+    rows = ["| contender | overshoot p50 (µs) | overshoot p99 (µs) |", "|---|--:|--:|"]
+    labels = [("clock-nanosleep", "baseline: `clock_nanosleep` of 10 ms")] + [
+        item for item in CONTENDERS if item[0] != "lower-bound"]
+    for key, label in labels:
+        p50 = results.value("latency", key, "overshootNanoseconds", 50)
+        p99 = results.value("latency", key, "overshootNanoseconds", 99)
+        rows.append(f"| {label} | {fmt(micro(p50))} | {fmt(micro(p99))} |")
+    return "\n".join(rows)
+
+
+def micro(value):
+    return None if value is None else value / 1e3
+
+
+def tickets_table(results):
+    rows = [
+        "| contender | mallocs per call, tickets kept | discarded | ns per call, kept | discarded |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    for key in ["queue", "actor"]:
+        kept = results.per_call("tickets-kept", key, "mallocCountTotal")
+        dropped = results.per_call("tickets-discarded", key, "mallocCountTotal")
+        kept_ns = results.per_call("tickets-kept", key, "wallClock")
+        dropped_ns = results.per_call("tickets-discarded", key, "wallClock")
+        rows.append(
+            f"| {dict(CONTENDERS)[key]} | {fmt(kept, 4)} | {fmt(dropped, 4)} "
+            f"| {fmt(kept_ns)} | {fmt(dropped_ns)} |")
+    return "\n".join(rows)
+
+
+def targets(results):
+    """(target, measured, holds) for each target of the issue."""
+    checks = []
+    queue = results.per_call("storm-1-thread", "queue", "wallClock")
+    bound = results.per_call("storm-1-thread", "lower-bound", "wallClock")
+    seed = results.per_call("storm-1-thread", "seed-style", "wallClock")
+    actor = results.per_call("storm-1-thread", "actor", "wallClock")
+    tasks = results.per_call("storm-1-thread", "task-per-call", "wallClock")
+    heap = results.value("memory", "queue", "residentGrowthBytes")
+    p99 = results.value("latency", "queue", "overshootNanoseconds", 99)
+    kept = results.per_call("tickets-kept", "queue", "mallocCountTotal")
+    dropped = results.per_call("tickets-discarded", "queue", "mallocCountTotal")
+    kept_actor = results.per_call("tickets-kept", "actor", "mallocCountTotal")
+    dropped_actor = results.per_call("tickets-discarded", "actor", "mallocCountTotal")
+
+    def check(name, measured, holds):
+        checks.append((name, measured, "holds" if holds else "**missed**"))
+
+    if None not in (queue, bound):
+        check("GCD queue ≤ 1.5× the lower bound per call (1 thread)",
+              f"{queue / bound:.2f}×", queue <= 1.5 * bound)
+    if None not in (queue, seed):
+        check("GCD queue ≥ 20× faster than the seed style (1 thread)",
+              f"{seed / queue:,.0f}×", seed >= 20 * queue)
+    if heap is not None:
+        check("memory grows < 4 MB with 10⁶ pending (GCD queue)", megabytes(heap), heap < 4e6)
+    if None not in (actor, tasks):
+        check("actor ≥ 5× faster per call than Task per call (1 thread)",
+              f"{tasks / actor:.1f}×", tasks >= 5 * actor)
+    if p99 is not None:
+        check("fire latency p99 < 2 ms (GCD queue)", f"{p99 / 1e3:,.0f} µs", p99 < 2e6)
+    if None not in (kept, dropped, kept_actor, dropped_actor):
+        extra = max(kept - dropped, kept_actor - dropped_actor)
+        check("keeping tickets adds 0 mallocs per call (queue and actor)",
+              f"{kept - dropped:+.4f} queue, {kept_actor - dropped_actor:+.4f} actor",
+              extra < 0.001)
+    rows = ["| target | measured | verdict |", "|---|--:|---|"]
+    rows += [f"| {name} | {measured} | {holds} |" for name, measured, holds in checks]
+    return "\n".join(rows)
+
+
+def report(results, info):
+    return f"""# Benchmarks
+
+Generated by `python3 scripts/benchmarks.py` from one run of
+`swift package --package-path Benchmarks benchmark`; every contender of a table was measured in
+that same run, on the same workload. Figures are medians over the iterations of the run unless
+marked p99; ratios are against the lower bound measured alongside. Do not compare figures across
+machines: compare the ratios.
+
+Machine: {info['nproc']} cores, {info['cpu']}; {info['os']}; {info['swift']}.
+Run on {info['date']}; load average at the start: {info['load']}.
+{"**A benchmark failed in this run; its figures read n/a.**" if info.get("failed") else ""}
+
+![ns per call, log scale](Benchmarks/results.svg)
+
+## Targets
+
+{targets(results)}
+
+## Preemption storm
+
+10⁶ `delay` calls on one instance, each preempting the last, from 1 thread or from 2 threads
+(2 concurrent tasks for the actors), then one final call; measured until that final task has
+run. Every contender uses a 1 ms delay, so the wait for the final deadline adds about 1 ns per
+call to each of them. The lower bound stores (now + delay, task) under a `pthread_mutex_t` and
+has no timer: after the storm it sleeps until the deadline and runs the task itself.
+
+{storm_table(results)}
+
+## Memory with 10⁶ pending submissions
+
+10⁶ calls with a 1 s delay on one instance; growth of the resident set, read right after the
+last call returned, in one iteration in a fresh process (each benchmark runs in its own), so
+that no page freed earlier hides growth. A contender whose calls take longer than 1 s in all
+has already fired some of its per-call timers by then.
+
+{memory_table(results)}
+
+## Fan-out
+
+10⁵ instances, made before the measurement, each armed once with a 10 ms delay: the time of the
+arming loop, and the time from its start until every task has run.
+
+{fan_out_table(results)}
+
+## Fire latency
+
+One 10 ms delay on a fresh instance: how long after the deadline the task started, over 200
+samples, next to a plain `clock_nanosleep` of 10 ms. The lower bound has no timer and is left
+out.
+
+{latency_table(results)}
+
+## Tickets
+
+The 1-thread storm on the library's queue and actor, keeping every `DelayTicket` in an array
+reserved beforehand, or discarding them.
+
+{tickets_table(results)}
+
+{findings()}## Reproduce
+
+```
+python3 scripts/benchmarks.py            # runs everything (about 10 minutes on 2 cores)
+python3 scripts/benchmarks.py --report   # rewrites this file and the chart from that run
+```
+"""
+
+
+def findings():
+    """Benchmarks/findings.md, the analysis of missed targets, if present."""
+    path = ROOT / "Benchmarks" / "findings.md"
+    return path.read_text() + "\n" if path.exists() else ""
+
+
+def chart(results):
+    """A horizontal bar chart of ns per call in the storm, on a log scale, as SVG text."""
+    series = [("storm-1-thread", "1 thread", "#3b6ea8"), ("storm-2-thread", "2 threads", "#e08a2c")]
+    values = {(w, k): results.per_call(w, k, "wallClock") for w, _, _ in series for k, _ in CONTENDERS}
+    known = [v for v in values.values() if v]
+    low = 10 ** math.floor(math.log10(min(known))) if known else 1
+    high = 10 ** math.ceil(math.log10(max(known))) if known else 10
+    left, right, top, row = 150, 640, 56, 40
+    width, height = 760, top + row * len(CONTENDERS) + 44
+
+    def x(value):
+        return left + (right - left) * (math.log10(value) - math.log10(low)) / (
+            math.log10(high) - math.log10(low))
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        '<text x="20" y="24" font-size="15" font-weight="bold">'
+        'Preemption storm: ns per delay call (median, log scale)</text>',
+    ]
+    decade = low
+    while decade <= high:
+        out.append(f'<line x1="{x(decade):.1f}" y1="{top - 8}" x2="{x(decade):.1f}" '
+                   f'y2="{height - 36}" stroke="#ccc"/>')
+        out.append(f'<text x="{x(decade):.1f}" y="{height - 20}" text-anchor="middle">'
+                   f'{time_label(decade)}</text>')
+        decade *= 10
+    for index, (key, _) in enumerate(CONTENDERS):
+        y = top + index * row
+        out.append(f'<text x="{left - 8}" y="{y + 19}" text-anchor="end">{SHORT[key]}</text>')
+        for offset, (workload, _, colour) in enumerate(series):
+            value = values[(workload, key)]
+            if not value:
+                continue
+            bar_y = y + 4 + offset * 15
+            out.append(f'<rect x="{left}" y="{bar_y}" width="{x(value) - left:.1f}" height="13" '
+                       f'fill="{colour}"/>')
+            out.append(f'<text x="{x(value) + 4:.1f}" y="{bar_y + 11}">{fmt(value)}</text>')
+    for offset, (_, label, colour) in enumerate(series):
+        lx = 470 + offset * 100
+        out.append(f'<rect x="{lx}" y="34" width="12" height="12" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 16}" y="44">{label}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def time_label(nanoseconds):
+    for unit, size in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if nanoseconds >= size:
+            return f"{nanoseconds / size:g} {unit}"
+    return f"{nanoseconds:g} ns"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", action="store_true",
+                        help="only rewrite the report and chart from Benchmarks/.results")
+    arguments = parser.parse_args()
+    os.chdir(ROOT)
+    if not arguments.report:
+        run()
+    info = json.loads((RESULTS / "machine.json").read_text())
+    results = Results(load())
+    if not results.raw:
+        sys.exit(f"no exported results in {RESULTS}")
+    REPORT.write_text(report(results, info))
+    CHART.write_text(chart(results))
+    print(f"wrote {REPORT.relative_to(ROOT)} and {CHART.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
