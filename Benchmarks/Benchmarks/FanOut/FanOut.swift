@@ -40,6 +40,8 @@ func fanOut<D: SyncDebouncer>(_: D.Type, benchmark: Benchmark) {
   for debouncer in debouncers { debouncer.settle() }
   countdown.latch.wait()
   benchmark.stopMeasurement()
+  // Released instances cancel their pending task, by design: keep them until every task ran.
+  blackHole(debouncers)
   benchmark.measurement(Metrics.armNanoseconds, Int(armed - start))
   benchmark.measurement(Metrics.calls, instances)
   reportMissing(countdown, benchmark)
@@ -56,6 +58,8 @@ func fanOut<D: AsyncDebouncer>(_: D.Type, benchmark: Benchmark) async {
   let armed = DispatchTime.now().uptimeNanoseconds
   await countdown.latch.wait()
   benchmark.stopMeasurement()
+  // Released instances cancel their pending task, by design: keep them until every task ran.
+  blackHole(debouncers)
   benchmark.measurement(Metrics.armNanoseconds, Int(armed - start))
   benchmark.measurement(Metrics.calls, instances)
   reportMissing(countdown, benchmark)

@@ -48,6 +48,7 @@ func overshoot<D: SyncDebouncer>(_: D.Type, benchmark: Benchmark) {
     latch.open()
   }
   latch.wait()
+  blackHole(debouncer)  // a released instance cancels its pending task
   record(start: start, fired: fired.withLock { $0 }, benchmark)
 }
 
@@ -61,5 +62,6 @@ func overshoot<D: AsyncDebouncer>(_: D.Type, benchmark: Benchmark) async {
     latch.open()
   }
   await latch.wait()
+  blackHole(debouncer)  // a released instance cancels its pending task
   record(start: start, fired: fired.withLock { $0 }, benchmark)
 }

@@ -48,6 +48,7 @@ func pendingMemory<D: SyncDebouncer>(_: D.Type, benchmark: Benchmark) {
   benchmark.stopMeasurement()
   debouncer.settle()
   latch.wait()
+  blackHole(debouncer)  // a released instance cancels its pending task
 }
 
 func pendingMemory<D: AsyncDebouncer>(_: D.Type, benchmark: Benchmark) async {
@@ -61,4 +62,5 @@ func pendingMemory<D: AsyncDebouncer>(_: D.Type, benchmark: Benchmark) async {
   record(before, benchmark)
   benchmark.stopMeasurement()
   await latch.wait()
+  blackHole(debouncer)  // a released instance cancels its pending task
 }

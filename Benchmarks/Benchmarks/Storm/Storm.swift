@@ -48,6 +48,7 @@ func storm<D: SyncDebouncer>(_: D.Type, threads: Int, benchmark: Benchmark) {
   debouncer.submit(finish)
   debouncer.settle()
   latch.wait()
+  blackHole(debouncer)  // a released instance cancels its pending task
   benchmark.stopMeasurement()
   benchmark.measurement(Metrics.calls, calls + 1)
 }
@@ -71,6 +72,7 @@ func storm<D: AsyncDebouncer>(_: D.Type, threads: Int, benchmark: Benchmark) asy
   }
   await debouncer.submit(finish)
   await latch.wait()
+  blackHole(debouncer)  // a released instance cancels its pending task
   benchmark.stopMeasurement()
   benchmark.measurement(Metrics.calls, calls + 1)
 }

@@ -38,6 +38,7 @@ func queueTickets(keep: Bool, benchmark: Benchmark) {
   benchmark.stopMeasurement()
   benchmark.measurement(Metrics.calls, calls + 1)
   blackHole(tickets)
+  blackHole(queue)  // a released queue cancels its pending task
 }
 
 func actorTickets(keep: Bool, benchmark: Benchmark) async {
@@ -57,4 +58,5 @@ func actorTickets(keep: Bool, benchmark: Benchmark) async {
   benchmark.stopMeasurement()
   benchmark.measurement(Metrics.calls, calls + 1)
   blackHole(tickets)
+  blackHole(actor)  // a released actor cancels its pending task
 }

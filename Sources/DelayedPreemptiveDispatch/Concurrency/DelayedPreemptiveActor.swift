@@ -27,6 +27,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   private let tolerance: Duration?
   private var machine: Machine
   private var ledger = TicketLedger()
+  private var durations = DurationCache()
   /// The sleeping task of the live timer, when the clock is not a ``SchedulingClock``. It is
   /// kept when a burst ends early, since the next burst may adopt it, and cancelled when the
   /// machine arms a replacement or the actor goes away.
@@ -58,15 +59,15 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   /// Submits `task` (or the task given last, when `nil`) to run `duration` from now, preempting
-  /// the pending submission of the burst. Zero or negative means "due now"; more than about
-  /// 100 years counts as 100 years, that is "never, unless flushed". With no task ever given,
+  /// the pending submission of the burst. Zero or negative means "due now"; a delay beyond the
+  /// clock's range (centuries) saturates to "never, unless flushed". With no task ever given,
   /// the ticket is `.cancelled` at once and nothing runs.
   @discardableResult
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket
   {
     let now = timeline.now()
-    let requested = now.advanced(by: duration.clampedDelay)
+    let requested = now.advanced(byNanoseconds: durations.nanoseconds(of: duration))
     switch machine.delay(at: now, until: requested, work: task.map(AsyncWork.init)) {
     case .rejected:
       return DelayTicket(resolved: .cancelled)

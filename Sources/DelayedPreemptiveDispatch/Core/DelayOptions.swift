@@ -34,15 +34,3 @@ public struct DelayOptions: Sendable, Hashable {
     self.tolerance = tolerance
   }
 }
-
-extension Duration {
-  /// The longest delay an instance honours, about 100 years: a longer one means "never, unless
-  /// flushed", without overflowing any clock's instant arithmetic.
-  static let longestDelay: Duration = .seconds(100 * 365 * 86_400)
-
-  /// The duration as a delay: negative counts as zero ("due now"), and anything beyond
-  /// ``longestDelay`` as ``longestDelay``.
-  var clampedDelay: Duration {
-    min(max(self, .zero), .longestDelay)
-  }
-}

@@ -100,7 +100,7 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     nextSeq &+= 1
     let requested = max(requested, now)
     guard var burst else {
-      let maxWaitDeadline = options.maxWait.map { now.advanced(by: $0.clampedDelay) }
+      let maxWaitDeadline = options.maxWait.map { now.advanced(by: max($0, .zero)) }
       let burst = Burst(
         firstSeq: seq, lastSeq: seq, leadingSeq: options.leading ? seq : nil,
         quietDeadline: requested, maxWaitDeadline: maxWaitDeadline)

@@ -75,7 +75,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   @discardableResult
   public func delay(_ seconds: TimeInterval, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
     core.delay(
-      nanoseconds: Duration.checkedSeconds(seconds, parameter: "delay(_:task:): seconds"),
+      .nanoseconds(Duration.checkedSeconds(seconds, parameter: "delay(_:task:): seconds")),
       work: task)
   }
 
@@ -83,7 +83,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// ``delay(_:task:)`` with a `Duration`.
   @discardableResult
   public func delay(for duration: Duration, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
-    core.delay(nanoseconds: duration.saturatingNanoseconds, work: task)
+    core.delay(.duration(duration), work: task)
   }
 
   /// Ends the pending burst without running it: its submissions resolve `.cancelled`, and its

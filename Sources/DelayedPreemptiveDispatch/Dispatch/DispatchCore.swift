@@ -13,6 +13,14 @@ final class DispatchCore: TicketOwner {
   private struct State {
     var machine: Machine
     var ledger = TicketLedger()
+    var durations = DurationCache()
+  }
+
+  /// How far ahead a submission asks to run.
+  enum Delay {
+    case nanoseconds(Int64)
+    /// Converted under the lock, through the cache of the last duration.
+    case duration(Duration)
   }
 
   let queue: DispatchQueue
@@ -35,11 +43,16 @@ final class DispatchCore: TicketOwner {
 
   var isPending: Bool { state.withLock { $0.machine.isPending } }
 
-  func delay(nanoseconds: Int64, work: (@Sendable () -> Void)?) -> DelayTicket {
+  func delay(_ delay: Delay, work: (@Sendable () -> Void)?) -> DelayTicket {
     let now = timer.now()
-    let requested = now.advanced(byNanoseconds: nanoseconds)
     let (ticket, request, leading) = state.withLock {
       state -> (DelayTicket, Machine.TimerRequest?, (Work, BurstRecord)?) in
+      let requested: Tick
+      switch delay {
+      case .nanoseconds(let nanoseconds): requested = now.advanced(byNanoseconds: nanoseconds)
+      case .duration(let duration):
+        requested = now.advanced(byNanoseconds: state.durations.nanoseconds(of: duration))
+      }
       switch state.machine.delay(at: now, until: requested, work: work.map(SyncWork.init)) {
       case .rejected:
         return (DelayTicket(resolved: .cancelled), nil, nil)

@@ -1,0 +1,19 @@
+/// Remembers the last `Duration` converted to nanoseconds.
+///
+/// `Duration.components` divides a 128-bit count of attoseconds, which costs more than the rest
+/// of a `delay` call together. Callers nearly always pass the same delay again (a debounce of
+/// `.milliseconds(300)` per keystroke), so one cached pair, compared in two 64-bit words, turns
+/// that division into a comparison.
+struct DurationCache: Sendable {
+  private var duration: Duration = .zero
+  private var nanoseconds: Int64 = 0
+
+  /// `duration` in whole nanoseconds, clamped to `Int64`.
+  mutating func nanoseconds(of duration: Duration) -> Int64 {
+    if duration != self.duration {
+      self.duration = duration
+      nanoseconds = duration.saturatingNanoseconds
+    }
+    return nanoseconds
+  }
+}
