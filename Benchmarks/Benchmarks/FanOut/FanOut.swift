@@ -13,19 +13,10 @@ let benchmarks: @Sendable () -> Void = {
   let configuration = Metrics.configuration(
     [.wallClock, Metrics.armNanoseconds, .mallocCountTotal, Metrics.calls],
     warmup: 1, iterations: 5, seconds: 5)
-  for contender in Contender.allCases {
-    let name = contender.benchmarkName("fan-out")
-    switch contender.driver {
-    case .sync(let type):
-      Benchmark(name, configuration: configuration) { benchmark in
-        fanOut(type, benchmark: benchmark)
-      }
-    case .async(let type):
-      Benchmark(name, configuration: configuration) { benchmark in
-        await fanOut(type, benchmark: benchmark)
-      }
-    }
-  }
+  Contender.registerEach(
+    "fan-out", configuration: configuration,
+    sync: { type, benchmark in fanOut(type, benchmark: benchmark) },
+    async: { type, benchmark in await fanOut(type, benchmark: benchmark) })
 }
 
 func fanOut<D: SyncDebouncer>(_: D.Type, benchmark: Benchmark) {

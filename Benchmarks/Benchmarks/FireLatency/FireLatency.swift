@@ -17,19 +17,11 @@ let benchmarks: @Sendable () -> Void = {
     monotonicSleep(nanoseconds: UInt64(deadline.nanoseconds))
     record(start: start, fired: DispatchTime.now().uptimeNanoseconds, benchmark)
   }
-  for contender in Contender.allCases where contender != .lowerBound {
-    let name = contender.benchmarkName("latency")
-    switch contender.driver {
-    case .sync(let type):
-      Benchmark(name, configuration: configuration) { benchmark in
-        overshoot(type, benchmark: benchmark)
-      }
-    case .async(let type):
-      Benchmark(name, configuration: configuration) { benchmark in
-        await overshoot(type, benchmark: benchmark)
-      }
-    }
-  }
+  Contender.registerEach(
+    "latency", configuration: configuration,
+    including: { $0 != .lowerBound },
+    sync: { type, benchmark in overshoot(type, benchmark: benchmark) },
+    async: { type, benchmark in await overshoot(type, benchmark: benchmark) })
 }
 
 /// Records how late `fired` was for a deadline `deadline` after `start`; early counts as 0.

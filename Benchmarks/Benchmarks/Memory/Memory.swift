@@ -15,19 +15,10 @@ let benchmarks: @Sendable () -> Void = {
   let configuration = Metrics.configuration(
     [Metrics.residentGrowthBytes, .mallocCountTotal, Metrics.calls],
     warmup: 0, iterations: 1, seconds: 10)
-  for contender in Contender.allCases {
-    let name = contender.benchmarkName("memory")
-    switch contender.driver {
-    case .sync(let type):
-      Benchmark(name, configuration: configuration) { benchmark in
-        pendingMemory(type, benchmark: benchmark)
-      }
-    case .async(let type):
-      Benchmark(name, configuration: configuration) { benchmark in
-        await pendingMemory(type, benchmark: benchmark)
-      }
-    }
-  }
+  Contender.registerEach(
+    "memory", configuration: configuration,
+    sync: { type, benchmark in pendingMemory(type, benchmark: benchmark) },
+    async: { type, benchmark in await pendingMemory(type, benchmark: benchmark) })
 }
 
 func record(_ before: Int, _ benchmark: Benchmark) {

@@ -15,19 +15,10 @@ let benchmarks: @Sendable () -> Void = {
   let configuration = Metrics.configuration(
     [.wallClock, .mallocCountTotal, Metrics.calls], warmup: 1, iterations: 10, seconds: 5)
   for threads in [1, 2] {
-    for contender in Contender.allCases {
-      let name = contender.benchmarkName("storm-\(threads)-thread")
-      switch contender.driver {
-      case .sync(let type):
-        Benchmark(name, configuration: configuration) { benchmark in
-          storm(type, threads: threads, benchmark: benchmark)
-        }
-      case .async(let type):
-        Benchmark(name, configuration: configuration) { benchmark in
-          await storm(type, threads: threads, benchmark: benchmark)
-        }
-      }
-    }
+    Contender.registerEach(
+      "storm-\(threads)-thread", configuration: configuration,
+      sync: { type, benchmark in storm(type, threads: threads, benchmark: benchmark) },
+      async: { type, benchmark in await storm(type, threads: threads, benchmark: benchmark) })
   }
   registerTicketBenchmarks(configuration)
 }
