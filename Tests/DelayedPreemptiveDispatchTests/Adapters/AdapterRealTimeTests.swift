@@ -6,7 +6,7 @@ import Testing
 /// The only adapter tests that sleep: one smoke test per adapter on the real-time path
 /// (`asyncAfter`). They assert "not before" strictly and "not after" loosely, so that a loaded
 /// 2-core machine passes them.
-@Suite("Adapters RealTime smoke", .serialized)
+@Suite("Adapters RealTime smoke", .serialized, .tags(.realTime))
 struct AdapterRealTimeTests {
   /// Generous upper bound for a callback that is due: scheduling noise on a busy machine.
   let lateness = Duration.seconds(2)
