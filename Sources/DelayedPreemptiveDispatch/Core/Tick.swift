@@ -1,0 +1,30 @@
+/// An instant of an instance's time line, in nanoseconds: `DispatchTime.uptimeNanoseconds` for
+/// the real-time GCD queue, or the offset from the clock's instant at `init` for every instance
+/// that runs on a `Clock` (the clock-driven queue, the actor, the adapters on a clock).
+///
+/// Arithmetic saturates at both ends instead of trapping, so a huge delay means "never, unless
+/// flushed" rather than a crash.
+struct Tick: InstantProtocol {
+  var nanoseconds: UInt64
+
+  func advanced(by duration: Duration) -> Tick {
+    advanced(byNanoseconds: duration.saturatingNanoseconds)
+  }
+
+  func advanced(byNanoseconds delta: Int64) -> Tick {
+    if delta >= 0 {
+      let (sum, overflow) = nanoseconds.addingReportingOverflow(UInt64(delta))
+      return Tick(nanoseconds: overflow ? .max : sum)
+    }
+    let magnitude = delta.magnitude
+    return Tick(nanoseconds: nanoseconds > magnitude ? nanoseconds - magnitude : 0)
+  }
+
+  func duration(to other: Tick) -> Duration {
+    other.nanoseconds >= nanoseconds
+      ? .nanoseconds(Int64(clamping: other.nanoseconds - nanoseconds))
+      : .nanoseconds(-Int64(clamping: nanoseconds - other.nanoseconds))
+  }
+
+  static func < (lhs: Tick, rhs: Tick) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+}
