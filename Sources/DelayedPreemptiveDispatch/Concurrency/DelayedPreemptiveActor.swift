@@ -18,22 +18,16 @@
 /// - Memory: the sleeping timer holds the actor weakly. Releasing the last reference cancels
 ///   the pending burst, stops the timer and frees the task.
 public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
-  typealias Work = AsyncWork
-  typealias Machine = PreemptionStateMachine<Tick, Work>
+  typealias Driver = BurstDriver<AsyncWork>
 
-  /// The clock as ticks: the machine runs on `Tick`, compiled and specialised once in this
+  /// The clock as ticks: the driver runs on `Tick`, compiled and specialised once in this
   /// module, instead of on `C.Instant` through generic witnesses on every call.
-  private let timeline: ClockTimeline<C>
+  private let timer: ClockTimer<C>
   private let tolerance: Duration?
-  private var machine: Machine
-  private var ledger = TicketLedger()
-  private var durations = DurationCache()
-  /// The sleeping task of the live timer, when the clock is not a ``SchedulingClock``. It is
-  /// kept when a burst ends early, since the next burst may adopt it, and cancelled when the
-  /// machine arms a replacement or the actor goes away.
-  private var timerTask: Task<Void, Never>?
-  /// The task that runs last; the next run waits for it, so runs never overlap.
-  private var lastRun: Task<Void, Never>?
+  private var driver: Driver
+  private var runs: ActorRuns
+  /// Tasks suspended in ``wait()``.
+  private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
   /// Creates an actor whose timers sleep on `clock`.
   ///
@@ -45,17 +39,44 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     clock: C, options: DelayOptions = DelayOptions(),
     task: (@Sendable () async -> Void)? = nil
   ) {
-    timeline = ClockTimeline(clock: clock)
+    self.init(clock: clock, options: options, cancelsRunningTask: false, task: task)
+  }
+
+  /// Creates an actor that can cancel a stale running task: with `cancelsRunningTask`, a
+  /// submission that starts a new burst cancels the task still running from an earlier burst.
+  ///
+  /// Cancellation is Swift task cancellation, so it is cooperative: the running task sees
+  /// `Task.isCancelled` (or a `CancellationError` from `Task.checkCancellation()` and from the
+  /// sleeps and requests it awaits) and should return early. Tasks still never overlap: the new
+  /// burst's task starts only once the cancelled one has returned. The cancelled task's ticket
+  /// still resolves `.executed` (it ran, and has returned). Use it when a newer submission makes
+  /// the running work pointless, as in search as you type:
+  ///
+  /// ```swift
+  /// let search = DelayedPreemptiveActor(
+  ///   clock: ContinuousClock(), options: DelayOptions(deadlinePolicy: .restart),
+  ///   cancelsRunningTask: true)
+  /// func textDidChange(_ text: String) async {
+  ///   await search.delay(.milliseconds(300)) {
+  ///     guard let results = try? await index.search(text) else { return }  // throws once stale
+  ///     await view.show(results)
+  ///   }
+  /// }
+  /// ```
+  public init(
+    clock: C, options: DelayOptions = DelayOptions(), cancelsRunningTask: Bool,
+    task: (@Sendable () async -> Void)? = nil
+  ) {
+    timer = ClockTimer(clock: clock)
     tolerance = options.tolerance
-    machine = Machine(options: options, work: task.map(AsyncWork.init))
+    driver = Driver(options: options, work: task.map(AsyncWork.init))
+    runs = ActorRuns(cancelsStaleRuns: cancelsRunningTask)
   }
 
   deinit {
-    timerTask?.cancel()
-    guard let end = machine.release() else { return }
-    let record = ledger.end()
-    record.close(lastSeq: end.lastSeq)
-    record.finish(.cancelled)
+    let effects = driver.release()
+    effects.closing?.apply()
+    effects.cancelledTimer?.cancel()
   }
 
   /// Submits `task` (or the task given last, when `nil`) to run `duration` from now, preempting
@@ -66,110 +87,85 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket
   {
-    let now = timeline.now()
-    let requested = now.advanced(byNanoseconds: durations.nanoseconds(of: duration))
-    switch machine.delay(at: now, until: requested, work: task.map(AsyncWork.init)) {
-    case .rejected:
-      return DelayTicket(resolved: .cancelled)
-    case .joined(let seq, _, let request):
-      if let request { arm(request) }
-      return ledger.join(seq: seq)
-    case .started(let seq, let request, let leading):
-      let ticket = ledger.begin(seq: seq, leading: leading != nil, owner: self)
-      if let leading, let record = ledger.current {
-        enqueueRun(leading) { record.finishLeading() }
-      }
-      if let request { arm(request) }
-      return ticket
-    }
+    let (ticket, effects) = driver.delay(
+      .duration(duration), now: timer.now(), work: task.map(AsyncWork.init), owner: self)
+    if effects.startedBurst { runs.cancelStaleRuns() }
+    perform(effects)
+    return ticket
   }
 
   /// Ends the pending burst without running it: its submissions resolve `.cancelled`, and its
   /// timer can no longer affect a later burst. A task that already started runs to its end.
   public func cancel() {
-    guard let end = machine.cancel() else { return }
-    let record = ledger.end()
-    record.close(lastSeq: end.lastSeq)
-    record.finish(.cancelled)
+    perform(driver.cancel())
   }
 
   /// Runs the pending task now and returns once it has finished; does nothing when idle.
   ///
-  /// Called from inside one of this actor's own tasks, it starts the run right after the
-  /// current task and returns at once, since waiting for it there would wait for itself.
+  /// Called from inside this actor's own running task, it starts the run right after the
+  /// current task and returns at once, since waiting for it there would wait for itself. Any
+  /// other caller waits, including a task that the running task spawned.
   public func flush() async {
-    let record: BurstRecord
-    let run: Task<Void, Never>
-    switch machine.flush() {
-    case .idle:
-      return
-    case .end(let end):
-      ledger.end().close(lastSeq: end.lastSeq)
-      return
-    case .run(let work, let end):
-      record = ledger.end()
-      record.close(lastSeq: end.lastSeq)
-      run = enqueueRun(work) { record.finish(.executed) }
-    }
-    if RunningOwner.current != ObjectIdentifier(self) { await run.value }
+    guard let run = perform(driver.flush()) else { return }
+    if !ActorRuns.isCurrentRun(of: ObjectIdentifier(self)) { await run.value }
   }
 
   /// Whether a burst is pending: submitted, and neither run nor cancelled yet.
   public var isPending: Bool {
-    machine.isPending
+    driver.isPending
+  }
+
+  /// Returns once no burst is pending and no task is running.
+  ///
+  /// Graceful shutdown is `await actor.flush()` then `await actor.wait()`: the flush starts the
+  /// pending task at once, and the wait also covers a task that had already started, which
+  /// `flush()` alone does not wait for. With a pending burst and a frozen `ManualClock`, it
+  /// returns only once `advance` makes the burst due. Do not call it from the actor's own
+  /// task, which would wait for itself.
+  public func wait() async {
+    guard driver.outstanding > 0 else { return }
+    await withCheckedContinuation { idleWaiters.append($0) }
   }
 
   private func timerFired(generation: UInt64) async {
-    switch machine.timerFired(at: timeline.now(), generation: generation) {
-    case .stale:
-      return
-    case .rearm(let request):
-      arm(request)
-    case .end(let end):
-      ledger.end().close(lastSeq: end.lastSeq)
-    case .run(let work, let end):
-      let record = ledger.end()
-      record.close(lastSeq: end.lastSeq)
-      await enqueueRun(work) { record.finish(.executed) }.value
-    }
+    await perform(driver.timerFired(at: timer.now(), generation: generation))?.value
   }
 
-  /// Starts `work` after every earlier run, off the actor, then calls `completion`.
+  /// Performs `effects`; returns the task of the last run it started.
   @discardableResult
-  private func enqueueRun(_ work: Work, completion: @escaping @Sendable () -> Void)
-    -> Task<Void, Never>
-  {
-    let previous = lastRun
-    let owner = ObjectIdentifier(self)
-    let run = Task {
-      await previous?.value
-      await RunningOwner.$current.withValue(owner) { await work.run() }
-      completion()
+  private func perform(_ effects: BurstEffects) -> Task<Void, Never>? {
+    effects.closing?.apply()
+    effects.cancelledTimer?.cancel()
+    var last: Task<Void, Never>?
+    for _ in 0..<effects.runs {
+      let run = driver.takeRun()
+      last = runs.enqueue(owner: ObjectIdentifier(self), run.work.run) { [weak self] id in
+        run.resolve()
+        await self?.runFinished(id)
+      }
     }
-    lastRun = run
-    return run
+    if let request = effects.timer { arm(request) }
+    if effects.becameIdle { resumeIdleWaiters() }
+    return last
   }
 
-  private func arm(_ request: Machine.TimerRequest) {
-    timerTask?.cancel()
-    timerTask = nil
+  private func runFinished(_ id: UInt64) {
+    runs.finished(id)
+    if driver.runFinished() { resumeIdleWaiters() }
+  }
+
+  private func resumeIdleWaiters() {
+    let waiters = idleWaiters
+    idleWaiters = []
+    for waiter in waiters { waiter.resume() }
+  }
+
+  private func arm(_ request: TimerRequest) {
     let generation = request.generation
-    if let scheduler = timeline.scheduler {
-      let delay = timeline.now().duration(to: request.deadline)
-      scheduler.schedule(after: delay, tolerance: tolerance) { [weak self] in
-        await self?.timerFired(generation: generation)
-      }
-      return
-    }
-    let (clock, deadline) = (timeline.clock, timeline.instant(at: request.deadline))
-    timerTask = Task { [weak self, tolerance] in
-      do {
-        try await clock.sleep(until: deadline, tolerance: tolerance)
-      } catch {
-        return
-      }
-      await self?.timerFired(generation: generation)
-    }
+    let handle = timer.arm(
+      at: request.deadline, tolerance: tolerance,
+      delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
+    if let replaced = driver.install(handle, generation: generation) { replaced.cancel() }
   }
 }
 
@@ -182,12 +178,6 @@ extension DelayedPreemptiveActor where C == ContinuousClock {
 
 extension DelayedPreemptiveActor: TicketOwner {
   func synchronize(_ record: BurstRecord) async {
-    ledger.synchronize(record, lastSeq: machine.burst?.lastSeq)
+    driver.synchronize(record)
   }
-}
-
-/// Which actor's task the current task is running, so that `flush()` from inside it does not
-/// wait for itself.
-enum RunningOwner {
-  @TaskLocal static var current: ObjectIdentifier?
 }

@@ -76,6 +76,11 @@ final class BurstRecord: Sendable {
     update { $0.leadingFinished = true }
   }
 
+  /// The outcome of `seq` as far as the record knows it now; `nil` while it is open.
+  func knownOutcome(of seq: UInt64) -> DelayOutcome? {
+    state.withLock { $0.outcome(of: seq) }
+  }
+
   func outcome(of seq: UInt64) async -> DelayOutcome {
     let (known, owner) = state.withLock { ($0.outcome(of: seq), $0.owner) }
     if let known { return known }

@@ -23,6 +23,20 @@ public struct DelayTicket: Sendable {
     storage = .resolved(outcome)
   }
 
+  /// The record and sequence number behind a pending ticket, for the driver's tests.
+  var record: (BurstRecord, UInt64)? {
+    guard case .pending(let record, let seq) = storage else { return nil }
+    return (record, seq)
+  }
+
+  /// The outcome as far as it is known now, without waiting; `nil` while open.
+  var knownOutcome: DelayOutcome? {
+    switch storage {
+    case .resolved(let outcome): return outcome
+    case .pending(let record, let seq): return record.knownOutcome(of: seq)
+    }
+  }
+
   /// Suspends until this submission has resolved. After `.executed`, the task has returned.
   ///
   /// A `.preempted` outcome is reported as soon as a later submission of the same burst exists;

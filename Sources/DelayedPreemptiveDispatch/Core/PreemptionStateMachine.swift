@@ -1,27 +1,22 @@
-/// Every rule of delayed preemptive dispatch, with no clock, queue or lock.
+/// Every rule of one burst line (one queue, one actor, or one key of a keyed instance), with no
+/// clock, queue or lock.
 ///
-/// Instants come in as arguments and actions go out as return values; the shells
-/// (``DelayedPreemptiveDispatchQueue`` and ``DelayedPreemptiveActor``) perform the actions. The
-/// machine owns the single timer of an instance: `liveTimer` is the earliest timer armed and not
-/// yet fired, and its generation names it, so a timer that fires with any other generation is
-/// stale and does nothing. The live timer outlives the burst it was armed for: a later burst
+/// Instants come in as arguments and actions go out as return values; the ``BurstDriver`` turns
+/// them into effects. The rules that are the same for every key (``BurstRules``) and the
+/// counters that must be unique across keys (``BurstIDs``) are passed in, so that a keyed
+/// instance stores only what differs per key.
+///
+/// The machine owns the single timer of its line: `liveTimer` is the earliest timer armed and
+/// not yet fired, and its generation names it, so a timer that fires with any other generation
+/// is stale and does nothing. The live timer outlives the burst it was armed for: a later burst
 /// whose deadline is no earlier adopts it (it fires early and re-arms for the remainder), so a
 /// loop of `delay` and `cancel` keeps one timer in flight instead of one per burst.
 ///
-/// Sequence numbers identify submissions. A burst ends in one of three ways, each reported as a
-/// ``BurstEnd``: its timer finds the deadline reached, `flush()`, or `cancel()`.
-///
 /// `Work` should be a struct or class, not a bare closure type: a closure stored as a generic
 /// value is kept in its most general form, which costs an allocation per store.
-struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Duration == Duration {
-  /// A timer the shell must arm: call ``timerFired(at:generation:)`` once `deadline` is reached.
-  struct TimerRequest: Equatable {
-    var deadline: Instant
-    var generation: UInt64
-  }
-
+struct PreemptionStateMachine<Work> {
   /// How the submissions of an ended burst resolve.
-  struct BurstEnd: Equatable {
+  struct BurstEnd: Equatable, Sendable {
     /// The submission that runs or is cancelled at the end; `nil` when the burst only had its
     /// leading submission. Every other submission of the burst except the leading one was
     /// preempted.
@@ -31,11 +26,12 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
   enum DelayAction {
     /// No task was ever given: the submission resolves `.cancelled` and nothing changes.
     case rejected
-    /// The submission started a burst: arm `timer` if present (else the live timer was
-    /// adopted), and run `leading` at once if present.
+    /// The submission started a burst: run `leading` at once if present, then arm `timer` if
+    /// present (else the live timer was adopted).
     case started(seq: UInt64, timer: TimerRequest?, leading: Work?)
-    /// The submission joined the pending burst, preempting `preempted`; arm `timer` if present.
-    case joined(seq: UInt64, preempted: UInt64?, timer: TimerRequest?)
+    /// The submission joined the pending burst, preempting every earlier non-leading one; arm
+    /// `timer` if present.
+    case joined(seq: UInt64, timer: TimerRequest?)
   }
 
   enum FireAction {
@@ -43,27 +39,19 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     case stale
     /// The deadline moved later: arm for the remainder.
     case rearm(TimerRequest)
-    /// The deadline is reached: run `work`, then resolve `end` as executed.
-    case run(Work, BurstEnd)
-    /// The deadline is reached by a burst that had only its leading submission.
-    case end(BurstEnd)
+    /// The deadline is reached: run `work` (nil for a burst that had only its leading
+    /// submission), then resolve `end`.
+    case ended(Work?, BurstEnd)
   }
 
-  enum FlushAction {
-    case idle
-    case run(Work, BurstEnd)
-    case end(BurstEnd)
-  }
-
-  struct Burst {
-    var firstSeq: UInt64
+  struct Burst: Sendable {
     var lastSeq: UInt64
     /// The submission whose task ran at the start of the burst (`leading` option).
     var leadingSeq: UInt64?
-    var quietDeadline: Instant
-    var maxWaitDeadline: Instant?
+    var quietDeadline: Tick
+    var maxWaitDeadline: Tick?
 
-    var deadline: Instant {
+    var deadline: Tick {
       guard let maxWaitDeadline, maxWaitDeadline < quietDeadline else { return quietDeadline }
       return maxWaitDeadline
     }
@@ -71,21 +59,14 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     var hasTrailingSubmission: Bool { lastSeq != leadingSeq }
   }
 
-  let options: DelayOptions
-  /// `options.tolerance`, with `nil` and negative values as zero.
-  private let tolerance: Duration
-  /// The task given last, at init or by a submission; `task: nil` reuses it.
+  /// The task given last, at init or by a submission; `work: nil` reuses it.
   private(set) var lastWork: Work?
   private(set) var burst: Burst?
   /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
   /// it. Never nil while a burst is pending.
   private(set) var liveTimer: TimerRequest?
-  private var nextSeq: UInt64 = 0
-  private var generation: UInt64 = 0
 
-  init(options: DelayOptions, work: Work?) {
-    self.options = options
-    tolerance = max(options.tolerance ?? .zero, .zero)
+  init(work: Work?) {
     lastWork = work
   }
 
@@ -93,26 +74,25 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
 
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
   /// `now` means "due now".
-  mutating func delay(at now: Instant, until requested: Instant, work: Work?) -> DelayAction {
+  mutating func delay(
+    at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
+  ) -> DelayAction {
     if let work { lastWork = work }
     guard lastWork != nil else { return .rejected }
-    let seq = nextSeq
-    nextSeq &+= 1
+    let seq = ids.nextSequence()
     let requested = max(requested, now)
     guard var burst else {
-      let maxWaitDeadline = options.maxWait.map { now.advanced(by: max($0, .zero)) }
       let burst = Burst(
-        firstSeq: seq, lastSeq: seq, leadingSeq: options.leading ? seq : nil,
-        quietDeadline: requested, maxWaitDeadline: maxWaitDeadline)
+        lastSeq: seq, leadingSeq: rules.leading ? seq : nil, quietDeadline: requested,
+        maxWaitDeadline: rules.maxWaitNanoseconds.map { now.advanced(byNanoseconds: $0) })
       self.burst = burst
       let adopts = liveTimer.map { $0.deadline <= burst.deadline } ?? false
       return .started(
-        seq: seq, timer: adopts ? nil : arm(burst.deadline),
-        leading: options.leading ? lastWork : nil)
+        seq: seq, timer: adopts ? nil : arm(burst.deadline, ids: &ids),
+        leading: rules.leading ? lastWork : nil)
     }
-    let preempted = burst.hasTrailingSubmission ? burst.lastSeq : nil
     burst.lastSeq = seq
-    switch options.deadlinePolicy {
+    switch rules.deadlinePolicy {
     case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
     case .restart: burst.quietDeadline = requested
     }
@@ -121,37 +101,36 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     // when the deadline moved earlier by more than the tolerance.
     var timer: TimerRequest?
     if let armed = liveTimer?.deadline, burst.deadline < armed,
-      burst.deadline.advanced(by: tolerance) < armed
+      burst.deadline.advanced(byNanoseconds: rules.toleranceNanoseconds) < armed
     {
-      timer = arm(burst.deadline)
+      timer = arm(burst.deadline, ids: &ids)
     }
-    return .joined(seq: seq, preempted: preempted, timer: timer)
+    return .joined(seq: seq, timer: timer)
   }
 
   /// The timer named `generation` fired at `now`.
-  mutating func timerFired(at now: Instant, generation: UInt64) -> FireAction {
+  mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> FireAction {
     guard generation == liveTimer?.generation else { return .stale }
     liveTimer = nil
     // The burst it was armed for ended: nothing to do, and nothing in flight any more.
     guard let burst else { return .stale }
-    if now < burst.deadline { return .rearm(arm(burst.deadline)) }
+    if now < burst.deadline { return .rearm(arm(burst.deadline, ids: &ids)) }
     return endWithRun(burst)
   }
 
-  /// Ends the pending burst by running its task now.
-  mutating func flush() -> FlushAction {
-    guard let burst else { return .idle }
-    switch endWithRun(burst) {
-    case .run(let work, let end): return .run(work, end)
-    case .end(let end): return .end(end)
-    case .stale, .rearm: preconditionFailure("Internal inconsistency: flush() of \(burst)")
+  /// Ends the pending burst by running its task now; `nil` when idle.
+  mutating func flush() -> (Work?, BurstEnd)? {
+    guard let burst else { return nil }
+    guard case .ended(let work, let end) = endWithRun(burst) else {
+      preconditionFailure("Internal inconsistency: flush() of \(burst) did not end it")
     }
+    return (work, end)
   }
 
   /// Ends the pending burst without running it; `nil` when idle.
   mutating func cancel() -> BurstEnd? {
     guard let burst else { return nil }
-    endBurst()
+    self.burst = nil
     return BurstEnd(lastSeq: burst.hasTrailingSubmission ? burst.lastSeq : nil)
   }
 
@@ -161,27 +140,70 @@ struct PreemptionStateMachine<Instant: InstantProtocol, Work> where Instant.Dura
     return cancel()
   }
 
+  /// Forgets the task given last; the keyed drivers do so when a key's burst ends, so that an
+  /// idle key keeps no value.
+  mutating func forgetWork() {
+    lastWork = nil
+  }
+
   private mutating func endWithRun(_ burst: Burst) -> FireAction {
-    endBurst()
-    guard burst.hasTrailingSubmission else { return .end(BurstEnd(lastSeq: nil)) }
+    // The burst ends; the live timer stays in flight, for a later burst to adopt.
+    self.burst = nil
+    guard burst.hasTrailingSubmission else { return .ended(nil, BurstEnd(lastSeq: nil)) }
     guard let lastWork else {
       preconditionFailure("Internal inconsistency: burst \(burst) has no task to run")
     }
-    return .run(lastWork, BurstEnd(lastSeq: burst.lastSeq))
+    return .ended(lastWork, BurstEnd(lastSeq: burst.lastSeq))
   }
 
-  /// Ends the burst; the live timer stays in flight, for a later burst to adopt.
-  private mutating func endBurst() {
-    burst = nil
-  }
-
-  private mutating func arm(_ deadline: Instant) -> TimerRequest {
-    generation &+= 1
-    let timer = TimerRequest(deadline: deadline, generation: generation)
+  private mutating func arm(_ deadline: Tick, ids: inout BurstIDs) -> TimerRequest {
+    let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
     liveTimer = timer
     return timer
   }
 }
 
 extension PreemptionStateMachine: Sendable where Work: Sendable {}
-extension PreemptionStateMachine.Burst: Sendable {}
+
+/// A timer a driver must arm: report it fired, with its generation, once `deadline` is reached.
+struct TimerRequest: Equatable, Sendable {
+  var deadline: Tick
+  var generation: UInt64
+}
+
+/// The rules every burst of an instance shares: its ``DelayOptions``, converted once.
+struct BurstRules: Sendable {
+  let deadlinePolicy: DeadlinePolicy
+  /// `maxWait` in nanoseconds, negative values as zero; `nil` for no bound.
+  let maxWaitNanoseconds: Int64?
+  let leading: Bool
+  /// `tolerance` in nanoseconds, with `nil` and negative values as zero.
+  let toleranceNanoseconds: Int64
+  /// `tolerance` as given, for the clocks that take one.
+  let tolerance: Duration?
+
+  init(_ options: DelayOptions) {
+    deadlinePolicy = options.deadlinePolicy
+    maxWaitNanoseconds = options.maxWait.map { max($0.saturatingNanoseconds, 0) }
+    leading = options.leading
+    toleranceNanoseconds = max(options.tolerance?.saturatingNanoseconds ?? 0, 0)
+    tolerance = options.tolerance
+  }
+}
+
+/// The counters that name submissions and timers. A keyed instance keeps one set for all its
+/// keys, so that a timer armed for a key's earlier burst can never pass for a later one's.
+struct BurstIDs: Sendable {
+  private var sequence: UInt64 = 0
+  private var generation: UInt64 = 0
+
+  mutating func nextSequence() -> UInt64 {
+    defer { sequence &+= 1 }
+    return sequence
+  }
+
+  mutating func nextGeneration() -> UInt64 {
+    generation &+= 1
+    return generation
+  }
+}

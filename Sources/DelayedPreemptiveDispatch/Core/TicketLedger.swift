@@ -6,12 +6,19 @@ struct TicketLedger: Sendable {
   /// Whether somebody awaits an outcome of the current burst, so that submissions must report
   /// preemptions to the record. Sticky until the burst ends.
   private var reportsPreemption = false
+  /// Reports every preemption at once, for owners that cannot find a burst from its record
+  /// (the keyed shells: one record per key's burst).
+  private let reportsAlways: Bool
+
+  init(reportsAlways: Bool = false) {
+    self.reportsAlways = reportsAlways
+  }
 
   /// Starts the record of a new burst and returns the ticket of its first submission.
   mutating func begin(seq: UInt64, leading: Bool, owner: any TicketOwner) -> DelayTicket {
     let record = BurstRecord(owner: owner, leadingSeq: leading ? seq : nil)
     current = record
-    reportsPreemption = false
+    reportsPreemption = reportsAlways
     return DelayTicket(record: record, seq: seq)
   }
 

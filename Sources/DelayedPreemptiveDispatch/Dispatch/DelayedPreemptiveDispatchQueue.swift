@@ -43,7 +43,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     task: (@Sendable () -> Void)? = nil
   ) {
     let queue = DispatchQueue(label: label, qos: qos, target: target)
-    core = DispatchCore(queue: queue, timer: DispatchQueueTimer(), options: options, work: task)
+    core = DispatchCore(queue: queue, timer: DispatchTimeTimer(), options: options, work: task)
   }
 
   /// Creates a queue whose timers sleep on `clock`; with `ManualClock`, time moves only when a
@@ -55,7 +55,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   ) where C.Duration == Duration {
     let queue = DispatchQueue(label: label, qos: qos, target: target)
     core = DispatchCore(
-      queue: queue, timer: ClockQueueTimer(clock: clock), options: options, work: task)
+      queue: queue, timer: ClockTimer(clock: clock), options: options, work: task)
   }
 
   deinit {

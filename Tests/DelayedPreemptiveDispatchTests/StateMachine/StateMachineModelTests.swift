@@ -134,6 +134,7 @@ import Testing
       if harness.machine.isPending != (model.burst != nil) {
         return "isPending \(harness.machine.isPending) != model after \(context)"
       }
+      if step % 8 == 7 { harness.recheckKnownOutcomes() }
       if !harness.duplicateResolutions.isEmpty {
         return "resolved twice: \(harness.duplicateResolutions) after \(context)"
       }

@@ -1,10 +1,13 @@
 @testable import DelayedPreemptiveDispatch
 
-/// Drives a `PreemptionStateMachine` the way a shell does, on a time line in milliseconds: it
-/// keeps every armed timer (stale ones too), fires them in deadline order, and records the runs
-/// and the outcome of every submission, failing on any outcome reported twice.
+/// Drives a `BurstDriver` the way a shell does, on a time line in milliseconds: it keeps every
+/// armed timer (stale ones too), fires them in deadline order, runs decided runs in the order the
+/// driver gives them, and reads each submission's outcome from its real ticket, so the rules
+/// that resolve tickets are the ones the shells ship. An outcome that changes once known is
+/// recorded in `duplicateResolutions`.
 struct MachineHarness {
-  typealias Machine = PreemptionStateMachine<Tick, String>
+  typealias Driver = BurstDriver<String>
+  typealias Machine = PreemptionStateMachine<String>
 
   struct Run: Equatable, CustomStringConvertible {
     var work: String
@@ -12,55 +15,79 @@ struct MachineHarness {
     var description: String { "\(work)@\(at)" }
   }
 
-  private(set) var machine: Machine
+  /// Tickets need an owner; the harness synchronizes records itself, so it does nothing.
+  final class Owner: TicketOwner {
+    func synchronize(_ record: BurstRecord) async {}
+  }
+
+  private(set) var driver: Driver
+  private let owner = Owner()
   private(set) var now: Int64 = 0
-  private(set) var timers: [Machine.TimerRequest] = []
+  private(set) var timers: [TimerRequest] = []
   private(set) var runs: [Run] = []
-  private(set) var outcomes: [UInt64: DelayOutcome] = [:]
+  /// The tickets of accepted submissions, by submission number.
+  private(set) var tickets: [DelayTicket] = []
+  private var known: [DelayOutcome?] = []
+  private var knownOutcomes: [UInt64: DelayOutcome] = [:]
   private(set) var armedByJoin = 0
   private(set) var duplicateResolutions: [UInt64] = []
 
   init(options: DelayOptions = DelayOptions(), work: String? = nil) {
-    machine = Machine(options: options, work: work)
+    driver = Driver(options: options, work: work)
   }
+
+  var machine: Machine { driver.machine }
 
   static func tick(_ milliseconds: Int64) -> Tick {
     Tick(nanoseconds: UInt64(milliseconds) * 1_000_000)
   }
 
-  /// Submits at the current time; returns the sequence number, or nil when rejected.
+  /// Every submission's outcome as its ticket reports it; preemptions are brought up to date
+  /// through the driver first, as an awaiting ticket would. Outcomes already known are read
+  /// again by ``recheckKnownOutcomes()``.
+  var outcomes: [UInt64: DelayOutcome] {
+    mutating get {
+      for (submission, ticket) in tickets.enumerated() where known[submission] == nil {
+        if ticket.knownOutcome == nil, let (record, _) = ticket.record {
+          driver.synchronize(record)
+        }
+        if let outcome = ticket.knownOutcome {
+          known[submission] = outcome
+          knownOutcomes[UInt64(submission)] = outcome
+        }
+      }
+      return knownOutcomes
+    }
+  }
+
+  /// Reads every known outcome again and records those that changed.
+  mutating func recheckKnownOutcomes() {
+    for (submission, ticket) in tickets.enumerated() {
+      guard let earlier = known[submission] else { continue }
+      if ticket.knownOutcome != earlier { duplicateResolutions.append(UInt64(submission)) }
+    }
+  }
+
+  /// Submits at the current time; returns the submission's number (0, 1, … over the accepted
+  /// ones), or nil when rejected.
   @discardableResult
   mutating func delay(_ milliseconds: Int64, _ work: String? = nil) -> UInt64? {
-    let requested = Self.tick(now).advanced(by: .milliseconds(milliseconds))
-    switch machine.delay(at: Self.tick(now), until: requested, work: work) {
-    case .rejected:
-      return nil
-    case .started(let seq, let timer, let leading):
-      if let timer { timers.append(timer) }
-      if let leading {
-        runs.append(Run(work: leading, at: now))
-        resolve(seq, .executed)
-      }
-      return seq
-    case .joined(let seq, let preempted, let timer):
-      if let preempted { resolve(preempted, .preempted) }
-      if let timer {
-        timers.append(timer)
-        armedByJoin += 1
-      }
-      return seq
-    }
+    let (ticket, effects) = driver.delay(
+      .nanoseconds(milliseconds * 1_000_000), now: Self.tick(now), work: work, owner: owner)
+    if !effects.startedBurst, effects.timer != nil { armedByJoin += 1 }
+    perform(effects)
+    guard ticket.record != nil else { return nil }
+    tickets.append(ticket)
+    known.append(nil)
+    return UInt64(tickets.count - 1)
   }
 
   mutating func cancel() {
-    if let end = machine.cancel(), let last = end.lastSeq { resolve(last, .cancelled) }
+    perform(driver.cancel())
   }
 
   mutating func flush() {
-    switch machine.flush() {
-    case .idle, .end: break
-    case .run(let work, let end): ran(work, end)
-    }
+    perform(driver.flush())
   }
 
   /// Moves time to `now + milliseconds`, firing every timer due on the way, in order.
@@ -71,22 +98,19 @@ struct MachineHarness {
     {
       let timer = timers.remove(at: index)
       now = max(now, Int64(timer.deadline.nanoseconds / 1_000_000))
-      switch machine.timerFired(at: timer.deadline, generation: timer.generation) {
-      case .stale, .end: break
-      case .rearm(let request): timers.append(request)
-      case .run(let work, let end): ran(work, end)
-      }
+      perform(driver.timerFired(at: timer.deadline, generation: timer.generation))
     }
     now = target
   }
 
-  private mutating func ran(_ work: String, _ end: Machine.BurstEnd) {
-    runs.append(Run(work: work, at: now))
-    if let last = end.lastSeq { resolve(last, .executed) }
-  }
-
-  private mutating func resolve(_ seq: UInt64, _ outcome: DelayOutcome) {
-    if outcomes[seq] != nil { duplicateResolutions.append(seq) }
-    outcomes[seq] = outcome
+  private mutating func perform(_ effects: BurstEffects) {
+    effects.closing?.apply()
+    for _ in 0..<effects.runs {
+      let run = driver.takeRun()
+      runs.append(Run(work: run.work, at: now))
+      run.resolve()
+      _ = driver.runFinished()
+    }
+    if let timer = effects.timer { timers.append(timer) }
   }
 }

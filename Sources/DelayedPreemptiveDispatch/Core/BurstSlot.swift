@@ -1,0 +1,127 @@
+/// One burst line with its tickets: a ``PreemptionStateMachine`` and the ``TicketLedger`` of its
+/// current burst. Every machine action becomes ticket bookkeeping here, in one place, for every
+/// shell: the single drivers hold one slot, the keyed driver one per key.
+struct BurstSlot<Work: Sendable>: Sendable {
+  typealias Machine = PreemptionStateMachine<Work>
+
+  /// What a submission did.
+  struct Submission {
+    var ticket: DelayTicket
+    /// The submission started a burst.
+    var started = false
+    /// The leading run of a burst that started, to run before anything decided later.
+    var leading: DecidedRun<Work>?
+    var timer: TimerRequest?
+  }
+
+  /// What a firing timer did.
+  enum Firing {
+    case stale
+    case rearm(TimerRequest)
+    /// The burst ended: close it, and run `run` if present.
+    case ended(DecidedRun<Work>?, BurstClosing)
+  }
+
+  private(set) var machine: Machine
+  private var ledger: TicketLedger
+
+  init(work: Work?, reportsPreemptionAlways: Bool = false) {
+    machine = Machine(work: work)
+    ledger = TicketLedger(reportsAlways: reportsPreemptionAlways)
+  }
+
+  var isPending: Bool { machine.isPending }
+
+  mutating func delay(
+    at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs,
+    owner: any TicketOwner
+  ) -> Submission {
+    switch machine.delay(at: now, until: requested, work: work, rules: rules, ids: &ids) {
+    case .rejected:
+      return Submission(ticket: DelayTicket(resolved: .cancelled))
+    case .joined(let seq, let timer):
+      return Submission(ticket: ledger.join(seq: seq), timer: timer)
+    case .started(let seq, let timer, let leading):
+      let ticket = ledger.begin(seq: seq, leading: leading != nil, owner: owner)
+      var submission = Submission(ticket: ticket, started: true, timer: timer)
+      if let leading, let record = ledger.current {
+        submission.leading = DecidedRun(work: leading, record: record, isLeading: true)
+      }
+      return submission
+    }
+  }
+
+  mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> Firing {
+    switch machine.timerFired(at: now, generation: generation, ids: &ids) {
+    case .stale: return .stale
+    case .rearm(let timer): return .rearm(timer)
+    case .ended(let work, let end):
+      let ended = self.ended(work, end)
+      return .ended(ended.run, ended.closing)
+    }
+  }
+
+  /// Ends the pending burst by running its task; `nil` when idle.
+  mutating func flush() -> (run: DecidedRun<Work>?, closing: BurstClosing)? {
+    machine.flush().map { ended($0.0, $0.1) }
+  }
+
+  /// Ends the pending burst without running it; `nil` when idle.
+  mutating func cancel() -> BurstClosing? {
+    machine.cancel().map {
+      BurstClosing(record: ledger.end(), lastSeq: $0.lastSeq, cancelled: true)
+    }
+  }
+
+  /// Cancels the pending burst and forgets the task.
+  mutating func release() -> BurstClosing? {
+    machine.release().map {
+      BurstClosing(record: ledger.end(), lastSeq: $0.lastSeq, cancelled: true)
+    }
+  }
+
+  /// Forgets the task given last (keyed: an idle key keeps no value).
+  mutating func forgetWork() {
+    machine.forgetWork()
+  }
+
+  /// Brings `record` up to date if it belongs to the pending burst.
+  mutating func synchronize(_ record: BurstRecord) {
+    ledger.synchronize(record, lastSeq: machine.burst?.lastSeq)
+  }
+
+  private mutating func ended(_ work: Work?, _ end: Machine.BurstEnd) -> (
+    run: DecidedRun<Work>?, closing: BurstClosing
+  ) {
+    let record = ledger.end()
+    let run = work.map { DecidedRun(work: $0, record: record, isLeading: false) }
+    return (run, BurstClosing(record: record, lastSeq: end.lastSeq, cancelled: false))
+  }
+}
+
+/// A task the driver decided to run, with the ticket to resolve once it has returned.
+struct DecidedRun<Work: Sendable>: Sendable {
+  let work: Work
+  let record: BurstRecord
+  /// The leading run of its burst, rather than the run that ends it.
+  let isLeading: Bool
+
+  /// Resolves the run's submission as `.executed`; call once the task has returned.
+  func resolve() {
+    if isLeading { record.finishLeading() } else { record.finish(.executed) }
+  }
+}
+
+/// The end of a burst, as its tickets learn it: every submission but `lastSeq` (and a leading
+/// one) is preempted; `lastSeq` resolves `.cancelled` now, or `.executed` once its run returns.
+struct BurstClosing: Sendable {
+  let record: BurstRecord
+  let lastSeq: UInt64?
+  let cancelled: Bool
+
+  /// Resolves the tickets; call outside any lock, since it resumes their waiters.
+  func apply() {
+    record.close(lastSeq: lastSeq)
+    if cancelled { record.finish(.cancelled) }
+  }
+}
