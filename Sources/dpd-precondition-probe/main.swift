@@ -18,6 +18,16 @@ let probes: [String: () -> Void] = [
   "lockout-window": { _ = PasscodeLockout(window: .zero) },
   "lockout-duration": { _ = PasscodeLockout(lockoutDuration: .seconds(-1)) },
   "lockout-escalation-empty": { _ = PasscodeLockout(lockoutDurations: []) },
+  "wait-inside-task": {
+    let queue = DelayedPreemptiveDispatchQueue(label: "probe")
+    queue.delay(0) { queue.wait() }
+    queue.wait()
+  },
+  "wait-main-target-on-main": {
+    let queue = DelayedPreemptiveDispatchQueue(label: "probe", target: .main)
+    queue.delay(0) {}
+    queue.wait()
+  },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

@@ -43,7 +43,8 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     task: (@Sendable () -> Void)? = nil
   ) {
     let queue = DispatchQueue(label: label, qos: qos, target: target)
-    core = DispatchCore(queue: queue, timer: DispatchTimeTimer(), options: options, work: task)
+    core = DispatchCore(
+      queue: queue, target: target, timer: DispatchTimeTimer(), options: options, work: task)
   }
 
   /// Creates a queue whose timers sleep on `clock`; with `ManualClock`, time moves only when a
@@ -55,7 +56,13 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   ) where C.Duration == Duration {
     let queue = DispatchQueue(label: label, qos: qos, target: target)
     core = DispatchCore(
-      queue: queue, timer: ClockTimer(clock: clock), options: options, work: task)
+      queue: queue, target: target, timer: ClockTimer(clock: clock), options: options, work: task)
+  }
+
+  /// A queue on `timer`, for tests that fire its timer by hand.
+  init(label: String, target: DispatchQueue?, timer: any BurstTimer, options: DelayOptions) {
+    let queue = DispatchQueue(label: label, target: target)
+    core = DispatchCore(queue: queue, target: target, timer: timer, options: options, work: nil)
   }
 
   deinit {
@@ -109,10 +116,14 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
 
   /// Blocks until no burst is pending and no task is running, or until `timeout`.
   ///
-  /// - Precondition: not called from the queue's own tasks, where it would wait for itself.
+  /// Graceful shutdown is `flush()` then `wait()`: the flush starts the pending task at once,
+  /// and the wait returns once it (and any task already running) has returned.
+  ///
+  /// - Precondition: not called from the queue's own tasks, where it would wait for itself; and,
+  ///   for a queue whose `target` is `.main`, not called on the main queue while the queue is
+  ///   busy, since its tasks could then never run. Both stop with a message that says so.
   @discardableResult
   public func wait(timeout: DispatchTime = .distantFuture) -> DispatchTimeoutResult {
-    dispatchPrecondition(condition: .notOnQueue(core.queue))
-    return core.group.wait(timeout: timeout)
+    core.wait(timeout: timeout)
   }
 }

@@ -1,5 +1,11 @@
 import Dispatch
 
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#endif
+
 /// The working part of a ``DelayedPreemptiveDispatchQueue``: a ``BurstDriver`` under a lock, the
 /// serial queue tasks run on, the `DispatchGroup` that tracks the busy state, and the timer.
 ///
@@ -16,19 +22,38 @@ final class DispatchCore: TicketOwner {
   let group = DispatchGroup()
   private let timer: any BurstTimer
   private let tolerance: Duration?
+  /// The queue targets `.main`: waiting for it on the main queue would never return.
+  private let targetsMain: Bool
   private let state: LockBox<Driver>
 
   init(
-    queue: DispatchQueue, timer: any BurstTimer, options: DelayOptions,
+    queue: DispatchQueue, target: DispatchQueue? = nil, timer: any BurstTimer,
+    options: DelayOptions,
     work: (@Sendable () -> Void)?
   ) {
     self.queue = queue
     self.timer = timer
+    targetsMain = target.map(QueueIdentity.isMainQueue) ?? false
     tolerance = options.tolerance
     state = LockBox(Driver(options: options, work: work.map(SyncWork.init)))
+    queue.setSpecific(key: QueueIdentity.key, value: ObjectIdentifier(self))
   }
 
   var isPending: Bool { state.withLock { $0.isPending } }
+
+  /// Blocks until idle or `timeout`; stops with a message where waiting would wait for itself.
+  func wait(timeout: DispatchTime) -> DispatchTimeoutResult {
+    requireArgument(
+      DispatchQueue.getSpecific(key: QueueIdentity.key) != ObjectIdentifier(self),
+      "wait(timeout:) was called from a task of the same queue, which would wait for itself; "
+        + "call it from outside the queue, or use flush() alone inside a task")
+    if group.wait(timeout: .now()) == .success { return .success }
+    requireArgument(
+      !(targetsMain && QueueIdentity.isOnMainQueue),
+      "wait(timeout:) was called on the main queue for a queue whose target is .main while it "
+        + "is busy: its tasks could never run; wait from another thread or do not block main")
+    return group.wait(timeout: timeout)
+  }
 
   func delay(_ delay: RequestedDelay, work: (@Sendable () -> Void)?) -> DelayTicket {
     let now = timer.now()
@@ -95,5 +120,41 @@ final class DispatchCore: TicketOwner {
 
   func synchronize(_ record: BurstRecord) async {
     state.withLock { $0.synchronize(record) }
+  }
+}
+
+/// Tells on which queue the calling code runs: each core marks its queue with its identity, and
+/// the main queue is marked once a queue targets it.
+enum QueueIdentity {
+  static let key = DispatchSpecificKey<ObjectIdentifier>()
+  private static let mainKey = DispatchSpecificKey<Bool>()
+
+  /// Marks the main queue once; `DispatchQueue.main` is not one object on every platform, so
+  /// the mark is what identifies it.
+  private static let mainQueueMarked: Bool = {
+    DispatchQueue.main.setSpecific(key: mainKey, value: true)
+    return true
+  }()
+
+  static func isMainQueue(_ queue: DispatchQueue) -> Bool {
+    _ = mainQueueMarked
+    return queue.getSpecific(key: mainKey) == true
+  }
+
+  /// In a block of the main queue (or of a queue that targets it), or on the main thread.
+  static var isOnMainQueue: Bool {
+    if DispatchQueue.getSpecific(key: mainKey) == true { return true }
+    #if canImport(Darwin)
+      return pthread_main_np() != 0
+    #elseif canImport(Glibc)
+      // The main thread's thread id is the process id; "/proc/thread-self" names "PID/task/TID".
+      var buffer = [CChar](repeating: 0, count: 64)
+      let length = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+      guard length > 0 else { return false }
+      let path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      return path.split(separator: "/").last.map { Int32($0) == getpid() } ?? false
+    #else
+      return false
+    #endif
   }
 }

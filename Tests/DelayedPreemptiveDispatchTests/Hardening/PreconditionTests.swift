@@ -80,6 +80,8 @@ import Testing
     ("lockout-window", "PasscodeLockout: window must be positive, got 0.0 seconds"),
     ("lockout-duration", "PasscodeLockout: lockoutDuration must be positive, got -1.0 seconds"),
     ("lockout-escalation-empty", "PasscodeLockout: lockoutDurations must not be empty"),
+    ("wait-inside-task", "wait(timeout:) was called from a task of the same queue"),
+    ("wait-main-target-on-main", "wait(timeout:) was called on the main queue for a queue whose"),
   ])
   func programmerErrorStopsWithMessageNamingParameter(probe: String, message: String) throws {
     let result = try Self.runProbe(probe)

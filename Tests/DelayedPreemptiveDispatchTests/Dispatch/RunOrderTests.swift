@@ -1,0 +1,83 @@
+import Dispatch
+import Testing
+
+@testable import DelayedPreemptiveDispatch
+
+/// Tasks of one instance run in the order of the bursts they end, and a leading task before its
+/// burst's trailing one, whichever of the queue's blocks executes first. A timer whose block is
+/// already queued behind a busy queue is the adversarial case: these tests queue it by hand.
+@Suite struct RunOrderTests {
+  /// A timer that only records what it arms; the test enqueues a firing when it chooses.
+  final class HandFiredTimer: BurstTimer {
+    private let armed = LockBox<[TimerDelivery]>([])
+
+    var armedCount: Int { armed.withLock { $0.count } }
+
+    func now() -> Tick { Tick(nanoseconds: 0) }
+
+    func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle {
+      armed.withLock { $0.append(delivery) }
+      return .none
+    }
+
+    /// Enqueues the block of the `index`-th armed timer, as if it fired while its queue was busy.
+    func enqueueFiring(_ index: Int) {
+      guard case .queue(let queue, let fire) = armed.withLock({ $0[index] }) else { return }
+      queue.async(execute: fire)
+    }
+  }
+
+  /// A queue whose target is suspended, so that every block waits until `target.resume()`.
+  static func busyQueue(options: DelayOptions = DelayOptions()) -> (
+    DelayedPreemptiveDispatchQueue, HandFiredTimer, DispatchQueue
+  ) {
+    let target = DispatchQueue(label: "RunOrderTests.target")
+    target.suspend()
+    let timer = HandFiredTimer()
+    let queue = DelayedPreemptiveDispatchQueue(
+      label: "RunOrderTests", target: target, timer: timer, options: options)
+    return (queue, timer, target)
+  }
+
+  @Test func flushedTaskRunsBeforeTaskOfLaterBurstThatAdoptsQueuedTimer() {
+    let (queue, timer, target) = Self.busyQueue()
+    let log = Recorder<String>()
+    queue.delay(for: .zero) { log.append("A") }
+    timer.enqueueFiring(0)  // A's timer fired; its block waits behind the busy queue
+    queue.flush()  // takes A's task into a block of its own
+    queue.delay(for: .zero) { log.append("B") }  // a new burst adopts the queued timer block
+    #expect(timer.armedCount == 1)
+    target.resume()
+    queue.wait()
+    #expect(log.all == ["A", "B"])
+  }
+
+  @Test func leadingTaskRunsBeforeItsTrailingTaskWhenTimerBlockIsQueuedFirst() {
+    let (queue, timer, target) = Self.busyQueue(options: DelayOptions(leading: true))
+    let log = Recorder<String>()
+    queue.delay(for: .zero) { log.append("X") }
+    queue.cancel()  // the burst ends; its timer stays live for the next burst to adopt
+    timer.enqueueFiring(0)  // and its block is queued before the next burst's leading run
+    queue.delay(for: .zero) { log.append("A-leading") }
+    queue.delay(for: .zero) { log.append("B-trailing") }  // the trailing run is due at once
+    #expect(timer.armedCount == 1)
+    target.resume()
+    queue.wait()
+    #expect(log.all == ["X", "A-leading", "B-trailing"])
+  }
+
+  @Test func runsFollowBurstOrderUnderFlushAndDelayStorm() {
+    let (queue, timer, target) = Self.busyQueue()
+    let log = Recorder<Int>()
+    for burst in 0..<200 {
+      queue.delay(for: .zero) { log.append(burst) }
+      if burst % 3 == 0 { timer.enqueueFiring(timer.armedCount - 1) }
+      if burst % 2 == 0 { queue.flush() }
+    }
+    queue.flush()
+    target.resume()
+    queue.wait()
+    #expect(log.all == log.all.sorted())
+    #expect(Set(log.all).count == log.all.count)
+  }
+}
