@@ -12,6 +12,8 @@ struct BurstSlot<Work: Sendable>: Sendable {
     /// The leading run of a burst that started, to run before anything decided later.
     var leading: DecidedRun<Work>?
     var timer: TimerRequest?
+    /// `timer` replaces a live timer, which is now stale.
+    var replacedLiveTimer = false
   }
 
   /// What a firing timer did.
@@ -36,14 +38,17 @@ struct BurstSlot<Work: Sendable>: Sendable {
     at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs,
     owner: any TicketOwner
   ) -> Submission {
+    let hadTimer = machine.liveTimer != nil
     switch machine.delay(at: now, until: requested, work: work, rules: rules, ids: &ids) {
     case .rejected:
       return Submission(ticket: DelayTicket(resolved: .cancelled))
     case .joined(let seq, let timer):
-      return Submission(ticket: ledger.join(seq: seq), timer: timer)
+      return Submission(
+        ticket: ledger.join(seq: seq), timer: timer, replacedLiveTimer: hadTimer && timer != nil)
     case .started(let seq, let timer, let leading):
       let ticket = ledger.begin(seq: seq, leading: leading != nil, owner: owner)
-      var submission = Submission(ticket: ticket, started: true, timer: timer)
+      var submission = Submission(
+        ticket: ticket, started: true, timer: timer, replacedLiveTimer: hadTimer && timer != nil)
       if let leading, let record = ledger.current {
         submission.leading = DecidedRun(work: leading, record: record, isLeading: true)
       }

@@ -1,0 +1,277 @@
+/// What a keyed shell must do after an event, outside its lock and in this order: apply the
+/// closings, cancel `cancelledTimer`, start `workers` workers, arm `timer`, then leave its busy
+/// state if `becameIdle`.
+struct KeyedEffects: Sendable {
+  var closing: BurstClosing?
+  /// The closings of an event that ended many bursts (a timer firing, `cancelAll`, `flushAll`).
+  var closings: [BurstClosing] = []
+  /// Worker loops to start: each takes due runs with ``KeyedBurstDriver/nextRuns(finishing:)``
+  /// until there are none.
+  var workers = 0
+  var timer: TimerRequest?
+  var cancelledTimer: TimerHandle?
+  /// The submission started a burst of its key.
+  var startedBurst = false
+  var becameBusy = false
+  var becameIdle = false
+
+  func applyClosings() {
+    closing?.apply()
+    for closing in closings { closing.apply() }
+  }
+}
+
+/// The one driver of a keyed instance: a ``BurstSlot`` per key with a pending burst or a run,
+/// one ``TimerHeap`` for all of them behind a single armed timer, and the queue of due runs.
+///
+/// Every key follows the rules of the single driver (its slot is the same code). What is added
+/// here is only what many keys need: the heap, a ready queue of keys whose next run may start
+/// (oldest decision first), at most one running task per key, a bound on running tasks, and
+/// dropping a key's state as soon as it is idle.
+struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+  typealias Run = DecidedRun<Value>
+
+  struct KeyState: Sendable {
+    var slot: BurstSlot<Value>
+    /// Runs decided and not yet started, oldest first; they start one at a time.
+    var decided = RunQueue<Run>()
+    var isRunning = false
+
+    var isIdle: Bool { !slot.isPending && !isRunning && decided.isEmpty }
+  }
+
+  let rules: BurstRules
+  /// How many worker loops may run at once: `maxConcurrentTasks`, or a default.
+  let workerLimit: Int
+  private var ids = BurstIDs()
+  private var durations = DurationCache()
+  private var keys: [Key: KeyState] = [:]
+  private var heap = TimerHeap<Key>()
+  /// Heap entries that no key's live timer is any more.
+  private var staleEntries = 0
+  /// Keys whose oldest decided run may start, oldest decision first.
+  private var ready = RunQueue<Key>()
+  private var workers = 0
+  /// The instance's one armed timer.
+  private var armed: TimerRequest?
+  private var armedHandle: TimerHandle?
+  private(set) var pendingCount = 0
+  /// Pending bursts plus runs decided and not yet finished.
+  private(set) var outstanding = 0
+
+  init(options: DelayOptions, maxConcurrentTasks: Int?) {
+    rules = BurstRules(options)
+    workerLimit = maxConcurrentTasks ?? 64
+  }
+
+  func isPending(_ key: Key) -> Bool { keys[key]?.slot.isPending ?? false }
+
+  /// Whether `key` has a run decided or running.
+  func hasRuns(_ key: Key) -> Bool {
+    guard let state = keys[key] else { return false }
+    return state.isRunning || !state.decided.isEmpty
+  }
+
+  /// Runs decided and not yet finished, all keys together.
+  var unfinishedRuns: Int { outstanding - pendingCount }
+
+  /// Keys that hold state (pending, running or with decided runs), and heap entries; for tests.
+  var footprint: (keys: Int, timers: Int) { (keys.count, heap.count) }
+
+  mutating func delay(
+    _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: any TicketOwner
+  ) -> (DelayTicket, KeyedEffects) {
+    let requested: Tick
+    switch delay {
+    case .nanoseconds(let nanoseconds): requested = now.advanced(byNanoseconds: nanoseconds)
+    case .duration(let duration):
+      requested = now.advanced(byNanoseconds: durations.nanoseconds(of: duration))
+    }
+    var effects = KeyedEffects()
+    let result = keys[
+      key, default: KeyState(slot: BurstSlot(work: nil, reportsPreemptionAlways: true))
+    ]
+    .slot.delay(at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
+    if result.replacedLiveTimer { staleEntries += 1 }
+    if result.started {
+      effects.startedBurst = true
+      effects.becameBusy = outstanding == 0
+      pendingCount += 1
+      outstanding += 1
+    }
+    if let leading = result.leading { decide(leading, for: key, &effects) }
+    if let timer = result.timer { schedule(timer, for: key, &effects) }
+    return (result.ticket, effects)
+  }
+
+  mutating func cancel(_ key: Key) -> KeyedEffects {
+    var effects = KeyedEffects()
+    guard let closing = keys[key]?.slot.cancel() else { return effects }
+    effects.closing = closing
+    endBurst(of: key, &effects)
+    return effects
+  }
+
+  mutating func flush(_ key: Key) -> KeyedEffects {
+    var effects = KeyedEffects()
+    guard let (run, closing) = keys[key]?.slot.flush() else { return effects }
+    effects.closing = closing
+    if let run { decide(run, for: key, &effects) }
+    endBurst(of: key, &effects)
+    return effects
+  }
+
+  mutating func cancelAll() -> KeyedEffects {
+    var effects = KeyedEffects()
+    for key in pendingKeys() {
+      if let closing = keys[key]?.slot.cancel() { effects.closings.append(closing) }
+      endBurst(of: key, &effects)
+    }
+    return effects
+  }
+
+  mutating func flushAll() -> KeyedEffects {
+    var effects = KeyedEffects()
+    for key in pendingKeys() {
+      guard let (run, closing) = keys[key]?.slot.flush() else { continue }
+      effects.closings.append(closing)
+      if let run { decide(run, for: key, &effects) }
+      endBurst(of: key, &effects)
+    }
+    return effects
+  }
+
+  /// The owner is going away: cancel every pending burst and the timer.
+  mutating func release() -> KeyedEffects {
+    var effects = cancelAll()
+    effects.cancelledTimer = armedHandle.take()
+    armed = nil
+    return effects
+  }
+
+  /// The instance's timer named `generation` fired at `now`: ends every key's burst that is
+  /// due, in deadline order, and re-arms for the earliest deadline left.
+  mutating func timerFired(at now: Tick, generation: UInt64) -> KeyedEffects {
+    var effects = KeyedEffects()
+    guard armed?.generation == generation else { return effects }
+    armed = nil
+    armedHandle = nil
+    while let entry = heap.popDue(by: now) {
+      guard keys[entry.key] != nil else {
+        staleEntries = max(staleEntries - 1, 0)
+        continue
+      }
+      switch keys[entry.key]!.slot.timerFired(at: now, generation: entry.generation, ids: &ids) {
+      case .stale:
+        staleEntries = max(staleEntries - 1, 0)
+      case .rearm(let timer):
+        heap.insert(
+          TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: entry.key))
+      case .ended(let run, let closing):
+        effects.closings.append(closing)
+        if let run { decide(run, for: entry.key, &effects) }
+        endBurst(of: entry.key, &effects)
+      }
+    }
+    armEarliest(&effects)
+    return effects
+  }
+
+  /// Called by a worker: marks the runs of `finishing` as returned (their tickets already
+  /// resolved), then takes the next batch of due runs, up to `batchLimit`. An empty batch
+  /// means the worker stops.
+  mutating func nextRuns(
+    finishing finished: [Key], batchLimit: Int = 64
+  ) -> (runs: [(Key, Run)], effects: KeyedEffects) {
+    var effects = KeyedEffects()
+    for key in finished {
+      keys[key]!.isRunning = false
+      outstanding -= 1
+      if !keys[key]!.decided.isEmpty {
+        ready.append(key)
+      } else if keys[key]!.isIdle {
+        drop(key)
+      }
+    }
+    let size = min(ready.count, max(1, min(batchLimit, ready.count / max(workerLimit, 1))))
+    var runs: [(Key, Run)] = []
+    if size > 0 { runs.reserveCapacity(size) }
+    while runs.count < size, let key = ready.popFirst() {
+      let run = keys[key]!.decided.popFirst()!
+      keys[key]!.isRunning = true
+      runs.append((key, run))
+    }
+    if runs.isEmpty { workers -= 1 }
+    startWorkers(&effects)
+    effects.becameIdle = outstanding == 0 && !finished.isEmpty
+    return (runs, effects)
+  }
+
+  /// Keeps `handle` as the armed timer's, or returns it to be cancelled when that timer is no
+  /// longer the armed one.
+  mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
+    guard armed?.generation == generation else { return handle }
+    let replaced = armedHandle
+    armedHandle = handle
+    return replaced
+  }
+
+  private func pendingKeys() -> [Key] {
+    keys.compactMap { $0.value.slot.isPending ? $0.key : nil }
+  }
+
+  private mutating func decide(_ run: Run, for key: Key, _ effects: inout KeyedEffects) {
+    keys[key]!.decided.append(run)
+    outstanding += 1
+    if !keys[key]!.isRunning && keys[key]!.decided.count == 1 { ready.append(key) }
+    startWorkers(&effects)
+  }
+
+  private mutating func startWorkers(_ effects: inout KeyedEffects) {
+    let wanted = min(ready.count, workerLimit) - workers
+    guard wanted > 0 else { return }
+    workers += wanted
+    effects.workers += wanted
+  }
+
+  /// The burst of `key` ended (its closing is in `effects`).
+  private mutating func endBurst(of key: Key, _ effects: inout KeyedEffects) {
+    pendingCount -= 1
+    outstanding -= 1
+    keys[key]!.slot.forgetWork()
+    if keys[key]!.isIdle { drop(key) }
+    effects.becameIdle = outstanding == 0
+  }
+
+  /// Drops an idle key's state; its timer, if still in the heap, becomes a stale entry.
+  private mutating func drop(_ key: Key) {
+    guard let state = keys.removeValue(forKey: key) else { return }
+    if state.slot.machine.liveTimer != nil { staleEntries += 1 }
+    if staleEntries > 1_024, staleEntries * 2 > heap.count { compactHeap() }
+  }
+
+  private mutating func compactHeap() {
+    heap.compact { entry in keys[entry.key]?.slot.machine.liveTimer?.generation == entry.generation
+    }
+    staleEntries = 0
+  }
+
+  private mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout KeyedEffects)
+  {
+    heap.insert(TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: key))
+    if let armed, armed.deadline <= timer.deadline { return }
+    arm(at: timer.deadline, &effects)
+  }
+
+  private mutating func armEarliest(_ effects: inout KeyedEffects) {
+    guard let first = heap.first else { return }
+    arm(at: first.deadline, &effects)
+  }
+
+  private mutating func arm(at deadline: Tick, _ effects: inout KeyedEffects) {
+    let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
+    armed = timer
+    effects.timer = timer
+    effects.cancelledTimer = armedHandle.take()
+  }
+}

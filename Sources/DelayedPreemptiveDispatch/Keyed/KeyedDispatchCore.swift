@@ -1,0 +1,137 @@
+import Dispatch
+
+/// The working part of a ``KeyedDelayedPreemptiveDispatchQueue``: a ``KeyedBurstDriver`` under a
+/// lock, the one timer (its deliveries only decide, on a small serial queue), and worker blocks
+/// on the target that run due tasks in batches.
+///
+/// It says only how to arm (``BurstTimer``) and how to run (a worker block takes a batch of due
+/// runs from the driver, runs them one after another, and reports them finished as it takes
+/// the next batch). Timers capture the core weakly, so a pending timer keeps nothing alive.
+final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: TicketOwner {
+  typealias Driver = KeyedBurstDriver<Key, Value>
+
+  private struct State {
+    var driver: Driver
+    /// Timer deliveries on a clock, waiting for the runs decided so far to finish, so that a
+    /// test clock's `advance` returns once the tasks it made due have returned.
+    var drainWaiters: [CheckedContinuation<Void, Never>] = []
+  }
+
+  private let timerQueue: DispatchQueue
+  private let runQueue: DispatchQueue
+  /// Entered when the instance becomes busy, left when it is idle again.
+  let group = DispatchGroup()
+  private let timer: any BurstTimer
+  private let drainsOnFire: Bool
+  private let tolerance: Duration?
+  private let task: @Sendable (Key, Value) -> Void
+  private let state: LockBox<State>
+
+  init(
+    label: String, qos: DispatchQoS, target: DispatchQueue?, timer: any BurstTimer,
+    drainsOnFire: Bool, options: DelayOptions, maxConcurrentTasks: Int?,
+    task: @escaping @Sendable (Key, Value) -> Void
+  ) {
+    if let maxConcurrentTasks {
+      requireArgument(
+        maxConcurrentTasks >= 1,
+        "KeyedDelayedPreemptiveDispatchQueue: maxConcurrentTasks must be at least 1, got "
+          + "\(maxConcurrentTasks)")
+    }
+    runQueue = target ?? DispatchQueue.global(qos: qos.qosClass)
+    timerQueue = DispatchQueue(label: label, qos: qos, target: runQueue)
+    self.timer = timer
+    self.drainsOnFire = drainsOnFire
+    tolerance = options.tolerance
+    self.task = task
+    state = LockBox(
+      State(driver: Driver(options: options, maxConcurrentTasks: maxConcurrentTasks)))
+  }
+
+  func delay(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
+    let now = timer.now()
+    let (ticket, effects) = state.withLock { state in
+      let result = state.driver.delay(key, delay, now: now, value: value, owner: self)
+      if result.1.becameBusy { group.enter() }
+      return result
+    }
+    perform(effects)
+    return ticket
+  }
+
+  func cancel(_ key: Key) { perform(state.withLock { $0.driver.cancel(key) }) }
+  func cancelAll() { perform(state.withLock { $0.driver.cancelAll() }) }
+  func flush(_ key: Key) { perform(state.withLock { $0.driver.flush(key) }) }
+  func flushAll() { perform(state.withLock { $0.driver.flushAll() }) }
+  func release() { perform(state.withLock { $0.driver.release() }) }
+
+  func isPending(_ key: Key) -> Bool { state.withLock { $0.driver.isPending(key) } }
+  var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
+  var footprint: (keys: Int, timers: Int) { state.withLock { $0.driver.footprint } }
+
+  private func perform(_ effects: KeyedEffects) {
+    effects.applyClosings()
+    effects.cancelledTimer?.cancel()
+    for _ in 0..<effects.workers { runQueue.async { self.work() } }
+    if let request = effects.timer { arm(request) }
+    if effects.becameIdle { group.leave() }
+  }
+
+  /// A worker: runs batches of due runs until the driver has none left.
+  private func work() {
+    var finished: [Key] = []
+    while true {
+      let (runs, effects, drained) = state.withLock { state in
+        let (runs, effects) = state.driver.nextRuns(finishing: finished)
+        let drained = state.driver.unfinishedRuns == 0 ? state.drainWaiters.take() : []
+        return (runs, effects, drained)
+      }
+      for waiter in drained { waiter.resume() }
+      perform(effects)
+      guard !runs.isEmpty else { return }
+      finished.removeAll(keepingCapacity: true)
+      for (key, run) in runs {
+        task(key, run.work)
+        run.resolve()
+        finished.append(key)
+      }
+    }
+  }
+
+  private func timerFired(generation: UInt64) {
+    let now = timer.now()
+    perform(state.withLock { $0.driver.timerFired(at: now, generation: generation) })
+  }
+
+  /// On a clock: fires, then returns once every run decided so far has returned.
+  private func timerFiredAndDrained(generation: UInt64) async {
+    timerFired(generation: generation)
+    await withCheckedContinuation { continuation in
+      let drained = state.withLock { state in
+        if state.driver.unfinishedRuns > 0 { state.drainWaiters.append(continuation) }
+        return state.driver.unfinishedRuns == 0
+      }
+      if drained { continuation.resume() }
+    }
+  }
+
+  private func arm(_ request: TimerRequest) {
+    let generation = request.generation
+    let delivery: TimerDelivery =
+      drainsOnFire
+      ? .task { [weak self] in await self?.timerFiredAndDrained(generation: generation) }
+      : .queue(timerQueue) { [weak self] in self?.timerFired(generation: generation) }
+    let handle = timer.arm(at: request.deadline, tolerance: tolerance, delivery: delivery)
+    state.withLock { $0.driver.install(handle, generation: generation) }?.cancel()
+  }
+
+  func synchronize(_ record: BurstRecord) async {}
+}
+
+extension Array {
+  /// Returns the elements and leaves the array empty.
+  mutating func take() -> [Element] {
+    defer { self = [] }
+    return self
+  }
+}
