@@ -1,0 +1,254 @@
+/// Debounces per key in Swift concurrency: the parallel of ``KeyedDelayedPreemptiveDispatchQueue``,
+/// with the same rules, generic over its clock.
+///
+/// ```swift
+/// let digests = KeyedDelayedPreemptiveActor<UserID, Void, ContinuousClock>(
+///   maxConcurrentTasks: 8
+/// ) { user, _ in
+///   await mailer.sendDigest(to: user)     // once a user's activity has been quiet for a minute
+/// }
+/// await digests.delay(user, for: .seconds(60))
+/// // When the service stops:
+/// await digests.flushAll()
+/// await digests.wait()
+/// ```
+///
+/// - Per key: the rules of ``DelayedPreemptiveActor`` with the instance's `options`; a
+///   submission for one key never affects another. The task receives the key and the value of
+///   its burst's last submission.
+/// - Where tasks run: in unstructured tasks, off the actor. Tasks of one key never overlap;
+///   tasks of different keys may run at the same time, at most `maxConcurrentTasks` at once
+///   when it is given (otherwise at most 64 worker tasks), oldest deadline first. Workers take
+///   due tasks in batches when many are due, so that a million due keys cost a few thousand
+///   actor hops rather than a million. A task may call any method on its own instance.
+/// - Timers: one sleeping task (or one ``SchedulingClock`` callback) for the whole instance.
+///   With `ManualClock`, `advance` returns once the tasks it made due have returned.
+/// - Memory: an idle key holds nothing. The timer holds the actor weakly; releasing the last
+///   reference cancels every pending burst, and tasks already running finish.
+public actor KeyedDelayedPreemptiveActor<Key: Hashable & Sendable, Value: Sendable, C: Clock>
+where C.Duration == Duration {
+  typealias Driver = KeyedBurstDriver<Key, Value>
+  typealias Run = DecidedRun<Value>
+
+  private let timer: ClockTimer<C>
+  private let tolerance: Duration?
+  private let task: @Sendable (Key, Value) async -> Void
+  private var driver: Driver
+  /// With `cancelsRunningTask`: the task running each key's run, to cancel on a new burst.
+  private let running: LockBox<[Key: Task<Void, Never>]>?
+  /// Callers of `flush`, `flushAll`, `wait` and timer deliveries, with what they wait for.
+  private var waiters: [(condition: Condition, continuation: CheckedContinuation<Void, Never>)] = []
+
+  private enum Condition {
+    /// No run of the key decided or running.
+    case keyQuiet(Key)
+    /// No run decided or running, any key.
+    case runsDrained
+    /// Nothing pending or running.
+    case idle
+  }
+
+  /// Creates a keyed actor whose timer sleeps on `clock`.
+  ///
+  /// - Precondition: `maxConcurrentTasks`, when given, is at least 1.
+  public init(
+    clock: C, options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
+    task: @escaping @Sendable (Key, Value) async -> Void
+  ) {
+    self.init(
+      clock: clock, options: options, maxConcurrentTasks: maxConcurrentTasks,
+      cancelsRunningTask: false, task: task)
+  }
+
+  /// Creates a keyed actor that can cancel a key's stale running task: with
+  /// `cancelsRunningTask`, a submission that starts a new burst of a key cancels (through Swift
+  /// task cancellation, cooperatively) that key's task still running from an earlier burst.
+  /// Other keys are not affected, and tasks of one key still never overlap.
+  public init(
+    clock: C, options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
+    cancelsRunningTask: Bool, task: @escaping @Sendable (Key, Value) async -> Void
+  ) {
+    if let maxConcurrentTasks {
+      requireArgument(
+        maxConcurrentTasks >= 1,
+        "KeyedDelayedPreemptiveActor: maxConcurrentTasks must be at least 1, got "
+          + "\(maxConcurrentTasks)")
+    }
+    timer = ClockTimer(clock: clock)
+    tolerance = options.tolerance
+    self.task = task
+    driver = Driver(options: options, maxConcurrentTasks: maxConcurrentTasks)
+    running = cancelsRunningTask ? LockBox([:]) : nil
+  }
+
+  deinit {
+    let effects = driver.release()
+    effects.applyClosings()
+    effects.cancelledTimer?.cancel()
+  }
+
+  /// Submits `value` for `key`, to run `duration` from now, preempting the key's pending
+  /// submission. Zero or negative means "due now".
+  @discardableResult
+  public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
+    let (ticket, effects) = driver.delay(
+      key, .duration(duration), now: timer.now(), value: value, owner: self)
+    if effects.startedBurst, let running { running.withLock { $0[key] }?.cancel() }
+    perform(effects)
+    return ticket
+  }
+
+  /// Ends the key's pending burst without running it; a task that already started runs on.
+  public func cancel(_ key: Key) {
+    perform(driver.cancel(key))
+  }
+
+  /// Cancels every key's pending burst.
+  public func cancelAll() {
+    perform(driver.cancelAll())
+  }
+
+  /// Runs the key's pending task now and returns once it has finished; does nothing when the
+  /// key is idle. Called from inside one of this actor's tasks, it returns at once.
+  public func flush(_ key: Key) async {
+    perform(driver.flush(key))
+    guard !ActorRuns.isCurrentRun(of: ObjectIdentifier(self)) else { return }
+    await wait(until: .keyQuiet(key))
+  }
+
+  /// Runs every pending task now and returns once all of them have finished. Called from
+  /// inside one of this actor's tasks, it returns at once.
+  public func flushAll() async {
+    perform(driver.flushAll())
+    guard !ActorRuns.isCurrentRun(of: ObjectIdentifier(self)) else { return }
+    await wait(until: .runsDrained)
+  }
+
+  /// Whether the key has a pending burst (a running task does not count).
+  public func isPending(_ key: Key) -> Bool {
+    driver.isPending(key)
+  }
+
+  /// The number of keys with a pending burst.
+  public var pendingCount: Int {
+    driver.pendingCount
+  }
+
+  /// Returns once no key has a pending burst and no task is running. Graceful shutdown is
+  /// `await flushAll()` then `await wait()`.
+  public func wait() async {
+    await wait(until: .idle)
+  }
+
+  /// Keys that hold state, and entries in the timer heap; for tests.
+  var footprint: (keys: Int, timers: Int) { driver.footprint }
+
+  private func holds(_ condition: Condition) -> Bool {
+    switch condition {
+    case .keyQuiet(let key): return !driver.hasRuns(key)
+    case .runsDrained: return driver.unfinishedRuns == 0
+    case .idle: return driver.outstanding == 0
+    }
+  }
+
+  private func wait(until condition: Condition) async {
+    guard !holds(condition) else { return }
+    await withCheckedContinuation { waiters.append((condition, $0)) }
+  }
+
+  private func resumeWaiters() {
+    guard !waiters.isEmpty else { return }
+    var waiting: [(condition: Condition, continuation: CheckedContinuation<Void, Never>)] = []
+    for waiter in waiters {
+      if holds(waiter.condition) { waiter.continuation.resume() } else { waiting.append(waiter) }
+    }
+    waiters = waiting
+  }
+
+  private func perform(_ effects: KeyedEffects) {
+    effects.applyClosings()
+    effects.cancelledTimer?.cancel()
+    for _ in 0..<effects.workers { startWorker() }
+    if let request = effects.timer { arm(request) }
+    resumeWaiters()
+  }
+
+  /// Called by a worker: reports `finished` runs and takes the next batch.
+  private func nextRuns(finishing finished: [Key]) -> [(Key, Run)] {
+    let (runs, effects) = driver.nextRuns(finishing: finished)
+    perform(effects)
+    return runs
+  }
+
+  private func startWorker() {
+    let owner = ObjectIdentifier(self)
+    let (task, running) = (self.task, self.running)
+    Task { [weak self] in
+      var finished: [Key] = []
+      while let runs = await self?.nextRuns(finishing: finished), !runs.isEmpty {
+        finished.removeAll(keepingCapacity: true)
+        for (key, run) in runs {
+          await Self.execute(run.work, for: key, task: task, running: running, owner: owner)
+          run.resolve()
+          finished.append(key)
+        }
+      }
+    }
+  }
+
+  private static func execute(
+    _ value: Value, for key: Key, task: @escaping @Sendable (Key, Value) async -> Void,
+    running: LockBox<[Key: Task<Void, Never>]>?, owner: ObjectIdentifier
+  ) async {
+    guard let running else {
+      let current = RunningOwner(owner: owner, task: RunningOwner.currentTask())
+      await RunningOwner.$current.withValue(current) { await task(key, value) }
+      return
+    }
+    let child = Task {
+      let current = RunningOwner(owner: owner, task: RunningOwner.currentTask())
+      await RunningOwner.$current.withValue(current) { await task(key, value) }
+    }
+    running.withLock { $0[key] = child }
+    await child.value
+    running.withLock { $0[key] = nil }
+  }
+
+  private func timerFired(generation: UInt64) async {
+    perform(driver.timerFired(at: timer.now(), generation: generation))
+    await wait(until: .runsDrained)
+  }
+
+  private func arm(_ request: TimerRequest) {
+    let generation = request.generation
+    let handle = timer.arm(
+      at: request.deadline, tolerance: tolerance,
+      delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
+    if let replaced = driver.install(handle, generation: generation) { replaced.cancel() }
+  }
+}
+
+extension KeyedDelayedPreemptiveActor where C == ContinuousClock {
+  /// Creates a keyed actor whose timer follows real time on `ContinuousClock`.
+  public init(
+    options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
+    task: @escaping @Sendable (Key, Value) async -> Void
+  ) {
+    self.init(
+      clock: ContinuousClock(), options: options, maxConcurrentTasks: maxConcurrentTasks,
+      task: task)
+  }
+}
+
+extension KeyedDelayedPreemptiveActor where Value == Void {
+  /// Submits `key` to run `duration` from now; for keys that say it all.
+  @discardableResult
+  public func delay(_ key: Key, for duration: Duration) -> DelayTicket {
+    delay(key, for: duration, value: ())
+  }
+}
+
+extension KeyedDelayedPreemptiveActor: TicketOwner {
+  /// Keyed tickets learn every preemption as it happens; nothing to bring up to date.
+  func synchronize(_ record: BurstRecord) async {}
+}

@@ -1,0 +1,170 @@
+import Testing
+
+@testable import DelayedPreemptiveDispatch
+
+/// Random operation sequences over up to 8 keys, run on the keyed driver the way a shell runs it
+/// and checked step by step against one reference model per key (the single-key model of
+/// `StateMachineModelTests`). Outcomes are read from the real tickets; the driver must also
+/// hold state only for keys with a pending burst once their runs are done.
+///
+/// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`.
+@Suite struct KeyedModelTests {
+  typealias Model = StateMachineModelTests.ReferenceModel
+  typealias Run = MachineHarness.Run
+
+  /// Drives a `KeyedBurstDriver` on a time line in milliseconds, running every decided run at
+  /// once, as worker loops would.
+  struct KeyedHarness {
+    var driver: KeyedBurstDriver<Int, String>
+    let owner = MachineHarness.Owner()
+    var now: Int64 = 0
+    var timers: [TimerRequest] = []
+    var runs: [Int: [Run]] = [:]
+    var tickets: [Int: [DelayTicket]] = [:]
+    var timersArmed = 0
+
+    init(options: DelayOptions, maxConcurrentTasks: Int?) {
+      driver = KeyedBurstDriver(options: options, maxConcurrentTasks: maxConcurrentTasks)
+    }
+
+    mutating func delay(_ key: Int, _ milliseconds: Int64, _ value: String) {
+      let (ticket, effects) = driver.delay(
+        key, .nanoseconds(milliseconds * 1_000_000), now: MachineHarness.tick(now), value: value,
+        owner: owner)
+      tickets[key, default: []].append(ticket)
+      perform(effects)
+    }
+
+    mutating func advance(by milliseconds: Int64) {
+      let target = now + max(milliseconds, 0)
+      while let index = timers.indices.min(by: { timers[$0].deadline < timers[$1].deadline }),
+        timers[index].deadline <= MachineHarness.tick(target)
+      {
+        let timer = timers.remove(at: index)
+        now = max(now, Int64(timer.deadline.nanoseconds / 1_000_000))
+        perform(driver.timerFired(at: timer.deadline, generation: timer.generation))
+      }
+      now = target
+    }
+
+    mutating func perform(_ effects: KeyedEffects) {
+      effects.applyClosings()
+      if let timer = effects.timer {
+        timers.append(timer)
+        timersArmed += 1
+      }
+      for _ in 0..<effects.workers {
+        var finished: [Int] = []
+        while true {
+          let (batch, more) = driver.nextRuns(finishing: finished)
+          finished = []
+          for (key, run) in batch {
+            runs[key, default: []].append(Run(work: run.work, at: now))
+            run.resolve()
+            finished.append(key)
+          }
+          perform(more)
+          if batch.isEmpty { break }
+        }
+      }
+    }
+
+    func outcomes(of key: Int) -> [UInt64: DelayOutcome] {
+      var outcomes: [UInt64: DelayOutcome] = [:]
+      for (index, ticket) in (tickets[key] ?? []).enumerated() {
+        if let outcome = ticket.knownOutcome { outcomes[UInt64(index)] = outcome }
+      }
+      return outcomes
+    }
+  }
+
+  static func runSequence(seed: UInt64, operations: Int) -> String? {
+    var random = StateMachineModelTests.SplitMix64(state: seed)
+    let options = StateMachineModelTests.randomOptions(&random)
+    let keyCount = Int.random(in: 1...8, using: &random)
+    let limit: Int? = Bool.random(using: &random) ? Int.random(in: 1...3, using: &random) : nil
+    var harness = KeyedHarness(options: options, maxConcurrentTasks: limit)
+    var models = (0..<keyCount).map { _ in Model(options: options, lastWork: nil) }
+    for step in 0..<operations {
+      let key = Int.random(in: 0..<keyCount, using: &random)
+      let operation: String
+      switch Int.random(in: 0..<100, using: &random) {
+      case 0..<55:
+        let delay = Int64.random(in: -200...2_500, using: &random)
+        harness.delay(key, delay, "v\(step)")
+        models[key].delay(delay, "v\(step)")
+        operation = "delay(\(key), \(delay))"
+      case 55..<61:
+        harness.perform(harness.driver.cancel(key))
+        models[key].endBurst(running: false, at: models[key].now)
+        operation = "cancel(\(key))"
+      case 61..<67:
+        harness.perform(harness.driver.flush(key))
+        models[key].endBurst(running: true, at: models[key].now)
+        operation = "flush(\(key))"
+      case 67..<69:
+        harness.perform(harness.driver.cancelAll())
+        for index in models.indices {
+          models[index].endBurst(running: false, at: models[index].now)
+        }
+        operation = "cancelAll()"
+      case 69..<71:
+        harness.perform(harness.driver.flushAll())
+        for index in models.indices { models[index].endBurst(running: true, at: models[index].now) }
+        operation = "flushAll()"
+      default:
+        let elapsed = Int64.random(in: 0...1_500, using: &random)
+        harness.advance(by: elapsed)
+        for index in models.indices { models[index].advance(by: elapsed) }
+        operation = "advance(\(elapsed))"
+      }
+      let context =
+        "seed \(seed), step \(step) \(operation), options \(options), limit \(String(describing: limit))"
+      for index in models.indices {
+        if (harness.runs[index] ?? []) != models[index].runs {
+          return
+            "key \(index) runs \(harness.runs[index] ?? []) != \(models[index].runs) after \(context)"
+        }
+        if harness.outcomes(of: index) != models[index].outcomes {
+          return
+            "key \(index) outcomes \(harness.outcomes(of: index)) != \(models[index].outcomes) after \(context)"
+        }
+        if harness.driver.isPending(index) != (models[index].burst != nil) {
+          return "key \(index) isPending differs after \(context)"
+        }
+      }
+      let pending = models.filter { $0.burst != nil }.count
+      if harness.driver.pendingCount != pending || harness.driver.footprint.keys != pending {
+        return
+          "pendingCount \(harness.driver.pendingCount), keys held \(harness.driver.footprint.keys), model \(pending) after \(context)"
+      }
+    }
+    return nil
+  }
+
+  @Test func keyedDriverMatchesPerKeyReferenceModelsOnRandomSequences() {
+    var failures: [String] = []
+    for seed in 0..<UInt64(TestScale.modelSequences) {
+      if let failure = Self.runSequence(seed: seed &* 6_007 &+ 3, operations: 40) {
+        failures.append(failure)
+        if failures.count >= 3 { break }
+      }
+    }
+    #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+  }
+
+  @Test func extendResubmissionOfPendingKeyArmsNoTimer() {
+    var harness = KeyedHarness(options: DelayOptions(), maxConcurrentTasks: nil)
+    for key in 0..<100 { harness.delay(key, 1_000, "a") }
+    let armed = harness.timersArmed
+    for round in 0..<10 {
+      for key in 0..<100 { harness.delay(key, 1_000 + Int64(round), "b") }
+    }
+    #expect(harness.timersArmed == armed)
+    #expect(armed == 1)
+    harness.advance(by: 2_000)
+    #expect(harness.runs.values.map(\.count).reduce(0, +) == 100)
+    #expect(harness.driver.footprint.keys == 0)
+    #expect(harness.driver.footprint.timers == 0)
+  }
+}
