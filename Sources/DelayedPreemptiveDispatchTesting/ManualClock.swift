@@ -98,6 +98,8 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
   }
 
   private let state = LockBox(State())
+  /// The shortest delay that means "never" to ``schedule(after:tolerance:action:)``.
+  private static let never = Duration.nanoseconds(Int64.max)
 
   /// Creates a clock that reads `Instant(offset: .zero)` until it is advanced.
   public init() {}
@@ -172,9 +174,14 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
   }
 
   /// Calls `action` when ``advance(by:)`` reaches `delay` past ``now``, and awaits it there.
+  ///
+  /// A `delay` of `Int64.max` nanoseconds (about 292 years) or more means "never", as
+  /// `SchedulingClock` defines it: the action is dropped, so advancing the clock that far runs
+  /// nothing.
   public func schedule(
     after delay: Duration, tolerance: Duration?, action: @escaping @Sendable () async -> Void
   ) {
+    guard delay < Self.never else { return }
     state.withLock { state in
       let deadline = state.now.advanced(by: max(delay, .zero))
       state.add(.action(action), at: deadline, id: state.makeID())

@@ -1,12 +1,19 @@
 extension Duration {
-  /// The duration in whole nanoseconds, clamped to `Int64`.
+  /// `Int64.max` nanoseconds (about 292 years): the longest span a time line of ``Tick``s holds.
+  static let saturationCeiling = Duration.nanoseconds(Int64.max)
+  /// `Int64.min` nanoseconds.
+  static let saturationFloor = Duration.nanoseconds(Int64.min)
+
+  /// The duration in whole nanoseconds, clamped to `Int64`, for every `Duration` value.
+  ///
+  /// `components` traps when the seconds do not fit in `Int64` (beyond about 9.2e18 s), so the
+  /// bounds are compared first, on the duration itself; only values in range are split, and
+  /// those cannot overflow: their seconds are below 9.3e9.
   var saturatingNanoseconds: Int64 {
+    if self >= .saturationCeiling { return .max }
+    if self <= .saturationFloor { return .min }
     let (seconds, attoseconds) = components
-    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    guard !overflow else { return seconds < 0 ? .min : .max }
-    let (total, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-    guard !carry else { return seconds < 0 ? .min : .max }
-    return total
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
   }
 
   /// `seconds` as a duration; `parameter` names the argument in the precondition message.

@@ -11,6 +11,11 @@ public protocol SchedulingClock: Clock where Duration == Swift.Duration {
   /// Calls `action` once the clock has moved `delay` past its current `now` (at once when
   /// `delay` is zero or negative, but never inside this call), and awaits it before the clock
   /// moves further.
+  ///
+  /// A `delay` of `Int64.max` nanoseconds (about 292 years) or more means "never": it is how a
+  /// queue, actor or adapter arms the timer of a deadline beyond the end of its time line (a
+  /// huge delay, `maxWait` or lockout). The clock may drop such an action instead of keeping
+  /// it; `ManualClock` drops it, so advancing it that far runs nothing and does not stop.
   func schedule(
     after delay: Swift.Duration, tolerance: Swift.Duration?,
     action: @escaping @Sendable () async -> Void)
