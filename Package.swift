@@ -22,7 +22,7 @@ let package = Package(
     // Breaks one precondition per run, so that tests can check the message from outside.
     .executableTarget(
       name: "dpd-precondition-probe",
-      dependencies: ["DelayedPreemptiveDispatch"]
+      dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
     .testTarget(
       name: "DelayedPreemptiveDispatchTests",

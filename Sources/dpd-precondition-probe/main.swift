@@ -18,7 +18,7 @@ let probes: [String: () -> Void] = [
   "lockout-window": { _ = PasscodeLockout(window: .zero) },
   "lockout-duration": { _ = PasscodeLockout(lockoutDuration: .seconds(-1)) },
   "lockout-escalation-empty": { _ = PasscodeLockout(lockoutDurations: []) },
-]
+].merging(clockProbes()) { core, _ in core }
 
 let name = CommandLine.arguments.dropFirst().first ?? ""
 guard let probe = probes[name] else {
