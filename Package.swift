@@ -30,6 +30,11 @@ let package = Package(
         "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "dpd-precondition-probe",
       ]
     ),
+    // Imports only the testing module, as the README's "Testing without sleeping" does.
+    .testTarget(
+      name: "DelayedPreemptiveDispatchTestingImportTests",
+      dependencies: ["DelayedPreemptiveDispatchTesting"]
+    ),
   ],
   swiftLanguageModes: [.v6]
 )
