@@ -113,8 +113,11 @@ import Testing
     (.nanoseconds(Int64.max), Int64.max), (.nanoseconds(Int64.min), Int64.min),
     (.nanoseconds(Int64.max - 1), Int64.max - 1), (.nanoseconds(Int64.min + 1), Int64.min + 1),
     (.seconds(1.5), 1_500_000_000), (.seconds(-1.5), -1_500_000_000), (.zero, 0),
+    (.nanoseconds(-1) / 3, 0), (.nanoseconds(-7) / 2, -3), (.nanoseconds(7) / 2, 3),
   ])
   func saturatingNanosecondsClampsEveryDuration(duration: Duration, expected: Int64) {
     #expect(duration.saturatingNanoseconds == expected)
+    // The path of systems without `Duration.attoseconds` (Apple systems before 2024).
+    #expect(duration.saturatingNanosecondsFromComponents == expected)
   }
 }
