@@ -22,13 +22,18 @@ let package = Package(
     // Breaks one precondition per run, so that tests can check the message from outside.
     .executableTarget(
       name: "dpd-precondition-probe",
-      dependencies: ["DelayedPreemptiveDispatch"]
+      dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
     .testTarget(
       name: "DelayedPreemptiveDispatchTests",
       dependencies: [
         "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "dpd-precondition-probe",
       ]
+    ),
+    // Imports only the testing module, as the README's "Testing without sleeping" does.
+    .testTarget(
+      name: "DelayedPreemptiveDispatchTestingImportTests",
+      dependencies: ["DelayedPreemptiveDispatchTesting"]
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -20,12 +20,28 @@ import DelayedPreemptiveDispatch
 /// ```
 ///
 /// While a due timer's work runs, ``now`` reads that timer's deadline; after `advance` it reads
-/// the target. Plain ``sleep(until:tolerance:)`` callers are resumed in the same order, but what
-/// they do after waking is not awaited. Calls of `advance` should not overlap.
+/// the target. A timer scheduled with a zero or negative delay is due at once, and fires on the
+/// next `advance`, even `advance(by: .zero)`; never on its own, so what a test sees does not
+/// depend on thread timing.
+///
+/// When the work of a due timer, or a task it started, sleeps on this same clock, `advance`
+/// goes on while it sleeps and resumes it at the sleep's deadline, in deadline order with the
+/// other timers: in the same `advance` when that reaches the deadline, in a later one
+/// otherwise. So a task that does `try await clock.sleep(for: .milliseconds(5))` works, and
+/// `advance` awaits what it does after waking. Other sleepers of ``sleep(until:tolerance:)``
+/// are resumed in the same order, but what they do after waking is not awaited.
+///
+/// Calls of `advance` must not overlap: a second call while one is still running, from another
+/// task or from inside the work of a timer, stops the program with a message.
 ///
 /// Runs that wait for no timer start at once instead, outside `advance`: a `leading` run, and
 /// the queue's `flush()`. A test whose result depends on when they run relative to the clock
-/// awaits their ticket (or the queue's `wait()`) before it advances.
+/// awaits them before it advances: the ticket of the submission that started the burst
+/// (`await ticket.outcome` returns `.executed` once the leading run has returned), or, after a
+/// `flush()`, the queue's `wait()` (the actor's `flush()` returns after the run by itself).
+/// Do not call the queue's `wait()` while a burst is still pending on this clock: it returns
+/// only when the burst ends, which needs an `advance`, and with `leading` a burst stays pending
+/// after its leading run until its trailing deadline, so the test would hang.
 public final class ManualClock: Clock, SchedulingClock, Sendable {
   /// An instant of a ``ManualClock``: the time since the clock was created.
   public struct Instant: InstantProtocol, Sendable {
@@ -53,51 +69,9 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
     }
   }
 
-  private enum Wakeup {
-    case action(@Sendable () async -> Void)
-    case sleeper(CheckedContinuation<Void, any Error>)
-  }
-
-  private struct Timer {
-    var deadline: Instant
-    var id: UInt64
-    var wakeup: Wakeup
-  }
-
-  private struct State {
-    var now = Instant(offset: .zero)
-    var timers: [Timer] = []
-    var nextID: UInt64 = 0
-    /// Sleepers between `sleep` and their registration, and those cancelled in that window.
-    var arrivingSleepers: Set<UInt64> = []
-    var cancelledSleepers: Set<UInt64> = []
-
-    mutating func add(_ wakeup: Wakeup, at deadline: Instant, id: UInt64) {
-      timers.append(Timer(deadline: deadline, id: id, wakeup: wakeup))
-    }
-
-    mutating func makeID() -> UInt64 {
-      defer { nextID += 1 }
-      return nextID
-    }
-
-    /// Removes the earliest timer due by `target`, moving `now` to its deadline; when none is
-    /// due, moves `now` to `target`.
-    mutating func popDue(by target: Instant) -> Timer? {
-      let earliest = timers.indices.min { lhs, rhs in
-        (timers[lhs].deadline, timers[lhs].id) < (timers[rhs].deadline, timers[rhs].id)
-      }
-      guard let earliest, timers[earliest].deadline <= target else {
-        now = max(now, target)
-        return nil
-      }
-      let timer = timers.remove(at: earliest)
-      now = max(now, timer.deadline)
-      return timer
-    }
-  }
-
-  private let state = LockBox(State())
+  private let state = LockBox(ManualClockState())
+  /// The shortest delay that means "never" to ``schedule(after:tolerance:action:)``.
+  private static let never = Duration.nanoseconds(Int64.max)
 
   /// Creates a clock that reads `Instant(offset: .zero)` until it is advanced.
   public init() {}
@@ -119,6 +93,9 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
 
   /// Moves time forward and returns once every timer due by the new time has fired and every
   /// task it started has returned, in deadline order. A negative duration counts as zero.
+  ///
+  /// Work that sleeps on this clock until after the new time has not returned yet: it resumes
+  /// in the `advance` that reaches its deadline.
   public func advance(by duration: Duration) async {
     let target = state.withLock { $0.now.advanced(by: max(duration, .zero)) }
     await advance(to: target)
@@ -126,34 +103,61 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
 
   /// Moves time forward to `target`, like ``advance(by:)``; an instant in the past fires what
   /// is due now and leaves the time as it is.
+  ///
+  /// - Precondition: no other call of `advance` on this clock is running, including one inside
+  ///   the work a timer started; the program stops with a message otherwise.
   public func advance(to target: Instant) async {
+    let overlapping = state.withLock { state in
+      defer { state.isAdvancing = true }
+      return state.isAdvancing
+    }
+    requireArgument(
+      !overlapping,
+      "ManualClock.advance was called while another advance of the same clock was still "
+        + "running; await each advance before starting the next, and never advance from inside "
+        + "the work a timer started")
     while let timer = state.withLock({ $0.popDue(by: target) }) {
       switch timer.wakeup {
-      case .action(let action): await action()
-      case .sleeper(let continuation): continuation.resume()
+      case .action(let action):
+        await run(action)
+      case .sleeper(let continuation, let flight):
+        // A sleep of a timer's work: that work runs again, and is awaited like a new timer's.
+        let unparked = flight.map { flight in state.withLock { $0.unpark(flight) } } ?? false
+        continuation.resume()
+        if unparked, let flight { await settle(flight) }
       }
     }
+    state.withLock { $0.isAdvancing = false }
   }
 
   /// Suspends until ``advance(by:)`` reaches `deadline`; throws `CancellationError` if the
   /// calling task is cancelled first.
+  ///
+  /// Called from the work a due timer started (or a task it started), it lets `advance` go on
+  /// meanwhile, and resumes that work at `deadline`, in the same `advance` when it reaches that
+  /// far, or in a later one.
   public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
     let id = state.withLock { state in
       let id = state.makeID()
       state.arrivingSleepers.insert(id)
       return id
     }
+    let flight = Self.currentFlight.flatMap { $0.clock == ObjectIdentifier(self) ? $0.id : nil }
     try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation {
         (continuation: CheckedContinuation<Void, any Error>) in
-        let result: Result<Void, any Error>? = state.withLock { state in
+        let (result, advance) = state.withLock {
+          state -> (Result<Void, any Error>?, CheckedContinuation<Void, Never>?) in
           state.arrivingSleepers.remove(id)
-          if state.cancelledSleepers.remove(id) != nil { return .failure(CancellationError()) }
-          if deadline <= state.now { return .success(()) }
-          state.add(.sleeper(continuation), at: deadline, id: id)
-          return nil
+          if state.cancelledSleepers.remove(id) != nil {
+            return (.failure(CancellationError()), nil)
+          }
+          if deadline <= state.now { return (.success(()), nil) }
+          state.add(.sleeper(continuation, flight: flight), at: deadline, id: id)
+          return (nil, flight.flatMap { state.park($0) })
         }
         if let result { continuation.resume(with: result) }
+        advance?.resume()
       }
     } onCancel: {
       let sleeper = state.withLock { state -> CheckedContinuation<Void, any Error>? in
@@ -162,7 +166,7 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
           if state.arrivingSleepers.contains(id) { state.cancelledSleepers.insert(id) }
           return nil
         }
-        guard case .sleeper(let continuation) = state.timers.remove(at: index).wakeup else {
+        guard case .sleeper(let continuation, _) = state.timers.remove(at: index).wakeup else {
           return nil
         }
         return continuation
@@ -172,12 +176,44 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
   }
 
   /// Calls `action` when ``advance(by:)`` reaches `delay` past ``now``, and awaits it there.
+  ///
+  /// A `delay` of `Int64.max` nanoseconds (about 292 years) or more means "never", as
+  /// `SchedulingClock` defines it: the action is dropped, so advancing the clock that far runs
+  /// nothing.
   public func schedule(
     after delay: Duration, tolerance: Duration?, action: @escaping @Sendable () async -> Void
   ) {
+    guard delay < Self.never else { return }
     state.withLock { state in
       let deadline = state.now.advanced(by: max(delay, .zero))
       state.add(.action(action), at: deadline, id: state.makeID())
+    }
+  }
+
+  /// Which timer's work, on which clock, the current task belongs to.
+  private struct FlightName: Sendable {
+    var clock: ObjectIdentifier
+    var id: UInt64
+  }
+
+  @TaskLocal private static var currentFlight: FlightName?
+
+  /// Runs the work of a fired timer in a task of its own, and waits until it returns or sleeps
+  /// on this clock.
+  private func run(_ action: @escaping @Sendable () async -> Void) async {
+    let id = state.withLock { $0.launchFlight() }
+    let name = FlightName(clock: ObjectIdentifier(self), id: id)
+    Task { [state] in
+      await Self.$currentFlight.withValue(name) { await action() }
+      state.withLock { $0.land(id) }?.resume()
+    }
+    await settle(id)
+  }
+
+  /// Waits until the flight `id` returns or sleeps on this clock.
+  private func settle(_ id: UInt64) async {
+    await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+      if !state.withLock({ $0.wait(for: id, waiter: waiter) }) { waiter.resume() }
     }
   }
 }

@@ -28,7 +28,7 @@ let probes: [String: () -> Void] = [
     queue.delay(0) {}
     queue.wait()
   },
-]
+].merging(clockProbes()) { core, _ in core }
 
 let name = CommandLine.arguments.dropFirst().first ?? ""
 guard let probe = probes[name] else {

@@ -1,7 +1,7 @@
 /// Remembers the last `Duration` converted to nanoseconds.
 ///
-/// `Duration.components` divides a 128-bit count of attoseconds, which costs more than the rest
-/// of a `delay` call together. Callers nearly always pass the same delay again (a debounce of
+/// Converting a `Duration` divides a 128-bit count of attoseconds; through `components` (Apple
+/// systems before 2024) that costs more than the rest of a `delay` call together. Callers nearly always pass the same delay again (a debounce of
 /// `.milliseconds(300)` per keystroke), so one cached pair, compared in two 64-bit words, turns
 /// that division into a comparison.
 struct DurationCache: Sendable {

@@ -8,9 +8,18 @@
 /// Adopt it in your own test clock if you have one; a clock that does not adopt it still works,
 /// through `Clock.sleep(until:tolerance:)` in an unstructured task.
 public protocol SchedulingClock: Clock where Duration == Swift.Duration {
-  /// Calls `action` once the clock has moved `delay` past its current `now` (at once when
-  /// `delay` is zero or negative, but never inside this call), and awaits it before the clock
-  /// moves further.
+  /// Calls `action` once the clock has moved `delay` past its current `now`, never inside this
+  /// call, and awaits it before the clock moves further.
+  ///
+  /// A zero or negative `delay` is due at the current instant: a clock that moves by itself
+  /// calls `action` as soon as it can; a test clock may hold it until it next moves, as
+  /// `ManualClock` does (it calls it on the next `advance`, even `advance(by: .zero)`), so that
+  /// what a test sees does not depend on thread timing.
+  ///
+  /// A `delay` of `Int64.max` nanoseconds (about 292 years) or more means "never": it is how a
+  /// queue, actor or adapter arms the timer of a deadline beyond the end of its time line (a
+  /// huge delay, `maxWait` or lockout). The clock may drop such an action instead of keeping
+  /// it; `ManualClock` drops it, so advancing it that far runs nothing and does not stop.
   func schedule(
     after delay: Swift.Duration, tolerance: Swift.Duration?,
     action: @escaping @Sendable () async -> Void)

@@ -3,7 +3,9 @@
 /// that runs on a `Clock` (the clock-driven queue, the actor, the adapters on a clock).
 ///
 /// Arithmetic saturates at both ends instead of trapping, so a huge delay means "never, unless
-/// flushed" rather than a crash.
+/// flushed" rather than a crash. A clock's time line reads at most `Int64.max` nanoseconds
+/// (about 292 years) from `init`, so a deadline that far or farther is never reached; see
+/// ``ClockTimeline``.
 struct Tick: InstantProtocol {
   var nanoseconds: UInt64
 

@@ -17,10 +17,12 @@ import Testing
     return text.matches(of: pattern).map { (String($0.1), $0.2.map(String.init)) }
   }
 
-  /// Every `struct XTests` in the test sources, with the names of its `func`s.
+  /// Every `struct XTests` in the test sources of every test target, with the names of its
+  /// `func`s.
   static func declaredTests() throws -> [String: Set<String>] {
     var suites: [String: Set<String>] = [:]
-    let files = FileManager.default.enumerator(at: testsDirectory, includingPropertiesForKeys: nil)
+    let files = FileManager.default.enumerator(
+      at: testsDirectory.deletingLastPathComponent(), includingPropertiesForKeys: nil)
     for case let file as URL in files ?? FileManager.DirectoryEnumerator()
     where file.pathExtension == "swift" {
       let source = try String(contentsOf: file, encoding: .utf8)
