@@ -13,6 +13,9 @@ import Dispatch
 /// print("\(count) resources loaded")
 /// ```
 ///
+/// - Bound: with `maxWait`, no batch lasts longer than `maxWait` from its first load (plus
+///   scheduling latency), however dense the loads; a load that races the firing that ends the
+///   batch is counted in it.
 /// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``; each load
 ///   preempts the pending signal. A pending timer does not keep the signal alive. Releasing
 ///   the signal cancels the timer: no callback follows, and every ``allLoaded()`` waiter is
@@ -22,9 +25,11 @@ import Dispatch
 ///   run them out of order.
 /// - Thread safety: every method may be called from any thread.
 public final class AllResourcesLoadedSignal: Sendable {
-  private let batch = LoadBatch()
+  let batch = LoadBatch()
   private let quietPeriod: Duration
-  private let timer: DelayedPreemptiveDispatchQueue
+  private let maxWait: Duration?
+  let timing: AdapterTiming
+  let timer: DelayedPreemptiveDispatchQueue
   private let callbacks: CallbackQueue
   private let onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
 
@@ -61,9 +66,11 @@ public final class AllResourcesLoadedSignal: Sendable {
     callbackQueue: DispatchQueue?, onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
   ) {
     self.quietPeriod = quietPeriod
+    self.maxWait = maxWait
+    self.timing = timing
+    // The signal keeps the batch's `maxWait` deadline itself and caps each delay by it.
     timer = timing.makeQueue(
-      label: "AllResourcesLoadedSignal.timer",
-      options: DelayOptions(deadlinePolicy: .restart, maxWait: maxWait))
+      label: "AllResourcesLoadedSignal.timer", options: DelayOptions(deadlinePolicy: .restart))
     callbacks = CallbackQueue(given: callbackQueue, label: "AllResourcesLoadedSignal.callbacks")
     self.onAllLoaded = onAllLoaded
   }
@@ -75,12 +82,16 @@ public final class AllResourcesLoadedSignal: Sendable {
   /// Counts a load in the current batch (starting one if none is open) and moves the signal to
   /// `quietPeriod` from now, within the batch's `maxWait`.
   public func resourceDidLoad() {
-    batch.state.withLock { state in
-      state.count += 1
-      state.generation &+= 1
-      let generation = state.generation
-      timer.delay(for: quietPeriod) { [weak self] in self?.timerFired(generation: generation) }
-    }
+    let reading = timing.now()
+    batch.state.withLock { state in load(&state, reading: reading) }
+  }
+
+  /// Counts a load under the lock and moves the timer; the lock keeps the timer's submissions in
+  /// the order of the loads.
+  func load(_ state: inout LoadBatch.State, reading: Duration) {
+    let (delay, generation) = LoadBatch.load(
+      &state, reading: reading, quietPeriod: quietPeriod, maxWait: maxWait)
+    timer.delay(for: delay) { [weak self] in self?.timerFired(generation: generation) }
   }
 
   /// Returns the count of the last signalled batch at once if no load came after it; otherwise
@@ -107,8 +118,11 @@ public final class AllResourcesLoadedSignal: Sendable {
   }
 
   private func timerFired(generation: UInt64) {
+    let reading = timing.now()
     let signalled = batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
-      guard generation == state.generation else { return nil }
+      guard LoadBatch.isDue(&state, generation: generation, reading: reading) else { return nil }
+      // A load that raced this firing armed a timer of its own; this signal covers that load.
+      if generation != state.generation { timer.cancel() }
       let (count, waiters) = LoadBatch.signal(&state)
       if let onAllLoaded { callbacks.send { onAllLoaded(count) } }
       return (count, waiters)

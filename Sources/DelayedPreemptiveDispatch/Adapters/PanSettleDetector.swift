@@ -19,7 +19,8 @@ import Dispatch
 /// - Rules: a burst of stops settles once, `settleDelay` after the last one. ``panDidBegin()``
 ///   holds the settle off until the next stop. With `maxWait`, an endless run of short pans
 ///   still settles: at most `maxWait` after the first pan event since the last settle, or, if a
-///   pan is in motion then, at once when it stops.
+///   pan is in motion then, at once when it stops. The bound holds however dense the events
+///   (plus scheduling latency): an event that races the firing belongs to that settle.
 /// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``; each stop
 ///   preempts the pending settle. A pending timer does not keep the detector alive; releasing
 ///   it cancels the timer, and no callback follows.
@@ -28,19 +29,37 @@ import Dispatch
 ///   the same time.
 /// - Thread safety: every method may be called from any thread.
 public final class PanSettleDetector: Sendable {
-  private struct State {
+  struct State {
     var panning = false
     var settled = true
     /// `maxWait` passed during a pan: the next stop settles at once.
     var overdue = false
     /// Names the latest pan event; a timer armed by an earlier one is stale.
     var generation: UInt64 = 0
+    /// When the current settle is due by `maxWait`; `nil` with no bound or while settled. The
+    /// detector decides by it, not by the timer's burst, so a pan event that lands while an
+    /// expiring timer waits for the lock cannot open a fresh window.
+    var deadline: Duration?
+    /// The latest clock reading seen under the lock; readings are taken before the lock, so a
+    /// thread may bring an older one, and the state keeps time moving forward.
+    var latest = Duration.zero
+
+    /// Takes a pan event read at `reading`: returns the instant it counts at, and opens the
+    /// `maxWait` deadline if this is the first event since the last settle.
+    mutating func event(at reading: Duration, maxWait: Duration?) -> Duration {
+      latest = max(latest, reading)
+      settled = false
+      generation &+= 1
+      if deadline == nil, let maxWait { deadline = latest + maxWait }
+      return latest
+    }
   }
 
-  private let state = LockBox(State())
+  let state = LockBox(State())
   private let settleDelay: Duration
   private let maxWait: Duration?
-  private let timer: DelayedPreemptiveDispatchQueue
+  let timing: AdapterTiming
+  let timer: DelayedPreemptiveDispatchQueue
   private let callbacks: CallbackQueue
   private let onSettle: @Sendable () -> Void
 
@@ -96,9 +115,10 @@ public final class PanSettleDetector: Sendable {
   ) {
     self.settleDelay = settleDelay
     self.maxWait = maxWait
+    self.timing = timing
+    // The detector keeps the `maxWait` deadline itself and caps each delay by it.
     timer = timing.makeQueue(
-      label: "PanSettleDetector.timer",
-      options: DelayOptions(deadlinePolicy: .restart, maxWait: maxWait))
+      label: "PanSettleDetector.timer", options: DelayOptions(deadlinePolicy: .restart))
     callbacks = CallbackQueue(given: callbackQueue, label: "PanSettleDetector.callbacks")
     self.onSettle = onSettle
   }
@@ -106,34 +126,41 @@ public final class PanSettleDetector: Sendable {
   /// A pan motion started: no settle while panning. The pending settle is held off until the
   /// next ``panDidStop()`` (with `maxWait`, the bound still counts).
   public func panDidBegin() {
-    state.withLock { state in
-      state.panning = true
-      state.settled = false
-      state.generation &+= 1
-      guard !state.overdue else { return }
-      if let maxWait {
-        // The deadline moves to the `maxWait` bound of the burst, which caps it.
-        arm(after: maxWait, generation: state.generation)
-      } else {
-        timer.cancel()
-      }
+    let reading = timing.now()
+    state.withLock { state in begin(&state, reading: reading) }
+  }
+
+  /// A pan began, under the lock: the timer moves to the `maxWait` deadline, if any.
+  func begin(_ state: inout State, reading: Duration) {
+    let now = state.event(at: reading, maxWait: maxWait)
+    state.panning = true
+    guard !state.overdue else { return }
+    if let deadline = state.deadline {
+      arm(after: deadline - now, generation: state.generation)
+    } else {
+      timer.cancel()
     }
   }
 
   /// A pan motion came to rest or was interrupted: settle `settleDelay` from now unless another
   /// pan begins first. This preempts the settle a previous stop scheduled.
   public func panDidStop() {
-    state.withLock { state in
-      state.panning = false
-      state.settled = false
-      state.generation &+= 1
-      guard state.overdue else {
-        arm(after: settleDelay, generation: state.generation)
-        return
-      }
-      timer.cancel()
-      settle(&state)
+    let reading = timing.now()
+    state.withLock { state in stop(&state, reading: reading) }
+  }
+
+  /// A pan stopped, under the lock: settle `settleDelay` from now, or at the `maxWait` deadline
+  /// if that comes first, or at once if it has passed during the pan.
+  func stop(_ state: inout State, reading: Duration) {
+    let now = state.event(at: reading, maxWait: maxWait)
+    state.panning = false
+    guard state.overdue else {
+      let delay = state.deadline.map { min(settleDelay, $0 - now) } ?? settleDelay
+      arm(after: delay, generation: state.generation)
+      return
     }
+    timer.cancel()
+    settle(&state)
   }
 
   /// Whether the panning has settled: true before the first pan event, and from each settle to
@@ -147,11 +174,17 @@ public final class PanSettleDetector: Sendable {
   }
 
   private func timerFired(generation: UInt64) {
+    let reading = timing.now()
     state.withLock { state in
-      guard generation == state.generation else { return }
+      state.latest = max(state.latest, reading)
+      // A stale firing still counts once `maxWait` has passed: the pan event that raced it
+      // belongs to this settle, and the timer that event armed is superseded.
+      let overdue = state.deadline.map { state.latest >= $0 } ?? false
+      guard generation == state.generation || (overdue && !state.settled) else { return }
       if state.panning {
         state.overdue = true
       } else {
+        if generation != state.generation { timer.cancel() }
         settle(&state)
       }
     }
@@ -161,6 +194,8 @@ public final class PanSettleDetector: Sendable {
   private func settle(_ state: inout State) {
     state.overdue = false
     state.settled = true
+    state.deadline = nil
+    state.generation &+= 1
     callbacks.send(onSettle)
   }
 }
