@@ -26,6 +26,12 @@ import Dispatch
 ///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
 /// - Extras: escalating lockouts (``init(maxFailures:window:lockoutDurations:callbackQueue:onChange:)``)
 ///   and a ``Snapshot`` to save and restore across a relaunch.
+/// - Threat model: a user who wants to end a lockout early may relaunch the app, reboot the
+///   device or set its wall clock. A ``Snapshot`` records a ``MonotonicReference`` (boot session
+///   and uptime): restored in the same boot session, the time left is measured on the uptime,
+///   which the user cannot set; after a reboot, the lockout gets at least the time it had left
+///   at the snapshot. Setting the wall clock back cannot lengthen it beyond one full lockout.
+///   The lockout cannot defend a snapshot the user edits: store it where they cannot write.
 /// - Thread safety: every method may be called from any thread.
 public final class PasscodeLockout: Sendable {
   private let rules: LockBox<LockoutRules>
