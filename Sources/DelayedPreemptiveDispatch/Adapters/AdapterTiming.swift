@@ -45,7 +45,7 @@ struct CallbackQueue: Sendable {
   let queue: DispatchQueue
 
   init(given: DispatchQueue?, label: String) {
-    queue = given ?? DispatchQueue(label: label)
+    queue = given ?? makeSerialQueue(label: label, qos: .unspecified, target: nil)
   }
 
   func send(_ callback: @escaping @Sendable () -> Void) {

@@ -34,7 +34,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// - Parameters:
   ///   - label: The label of the serial queue tasks run on.
   ///   - qos: The quality of service of that queue.
-  ///   - target: The queue it targets; `nil` targets the default global queue.
+  ///   - target: The queue it targets; `nil` targets the global concurrent queue of `qos`.
   ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
   ///   - task: The task to run; a `delay` with a task replaces it.
   public init(
@@ -42,7 +42,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     target: DispatchQueue? = nil, options: DelayOptions = DelayOptions(),
     task: (@Sendable () -> Void)? = nil
   ) {
-    let queue = DispatchQueue(label: label, qos: qos, target: target)
+    let queue = makeSerialQueue(label: label, qos: qos, target: target)
     core = DispatchCore(queue: queue, timer: DispatchQueueTimer(), options: options, work: task)
   }
 
@@ -53,7 +53,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     target: DispatchQueue? = nil, clock: C, options: DelayOptions = DelayOptions(),
     task: (@Sendable () -> Void)? = nil
   ) where C.Duration == Duration {
-    let queue = DispatchQueue(label: label, qos: qos, target: target)
+    let queue = makeSerialQueue(label: label, qos: qos, target: target)
     core = DispatchCore(
       queue: queue, timer: ClockQueueTimer(clock: clock), options: options, work: task)
   }
