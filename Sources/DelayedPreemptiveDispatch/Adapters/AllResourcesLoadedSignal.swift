@@ -23,6 +23,9 @@ import Dispatch
 /// - Callbacks: `onAllLoaded` runs on `callbackQueue`, or on a serial queue the signal owns,
 ///   once per batch and in batch order, never under a lock. A concurrent `callbackQueue` may
 ///   run them out of order.
+/// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
+///   callbacks that its timers caused have run. A callback that a method call caused directly is
+///   only enqueued; a serial `callbackQueue` runs it before any later one.
 /// - Thread safety: every method may be called from any thread.
 public final class AllResourcesLoadedSignal: Sendable {
   let batch = LoadBatch()
@@ -119,13 +122,17 @@ public final class AllResourcesLoadedSignal: Sendable {
 
   private func timerFired(generation: UInt64) {
     let reading = timing.now()
-    let signalled = batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
-      guard LoadBatch.isDue(&state, generation: generation, reading: reading) else { return nil }
-      // A load that raced this firing armed a timer of its own; this signal covers that load.
-      if generation != state.generation { timer.cancel() }
-      let (count, waiters) = LoadBatch.signal(&state)
-      if let onAllLoaded { callbacks.send { onAllLoaded(count) } }
-      return (count, waiters)
+    let signalled = timing.firing { fired in
+      batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
+        guard LoadBatch.isDue(&state, generation: generation, reading: reading) else {
+          return nil
+        }
+        // A load that raced this firing armed a timer of its own; this signal covers that load.
+        if generation != state.generation { timer.cancel() }
+        let (count, waiters) = LoadBatch.signal(&state)
+        if let onAllLoaded { callbacks.send({ onAllLoaded(count) }, tracking: fired) }
+        return (count, waiters)
+      }
     }
     guard let (count, waiters) = signalled else { return }
     for waiter in waiters { waiter.resume(returning: count) }

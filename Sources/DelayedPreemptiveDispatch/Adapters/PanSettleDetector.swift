@@ -27,6 +27,9 @@ import Dispatch
 /// - Callbacks: `onSettle` runs on `callbackQueue`, or on a serial queue the detector owns,
 ///   once per settle and never under a lock. A concurrent `callbackQueue` may run two of them at
 ///   the same time.
+/// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
+///   callbacks that its timers caused have run. A callback that a method call caused directly is
+///   only enqueued; a serial `callbackQueue` runs it before any later one.
 /// - Thread safety: every method may be called from any thread.
 public final class PanSettleDetector: Sendable {
   struct State {
@@ -175,27 +178,34 @@ public final class PanSettleDetector: Sendable {
 
   private func timerFired(generation: UInt64) {
     let reading = timing.now()
-    state.withLock { state in
-      state.latest = max(state.latest, reading)
-      // A stale firing still counts once `maxWait` has passed: the pan event that raced it
-      // belongs to this settle, and the timer that event armed is superseded.
-      let overdue = state.deadline.map { state.latest >= $0 } ?? false
-      guard generation == state.generation || (overdue && !state.settled) else { return }
-      if state.panning {
-        state.overdue = true
-      } else {
-        if generation != state.generation { timer.cancel() }
-        settle(&state)
-      }
+    timing.firing { fired in
+      state.withLock { state in fire(&state, generation: generation, reading: reading, fired) }
+    }
+  }
+
+  /// The timer named `generation` fired, under the lock.
+  private func fire(
+    _ state: inout State, generation: UInt64, reading: Duration, _ fired: FiredCallbacks?
+  ) {
+    state.latest = max(state.latest, reading)
+    // A stale firing still counts once `maxWait` has passed: the pan event that raced it
+    // belongs to this settle, and the timer that event armed is superseded.
+    let overdue = state.deadline.map { state.latest >= $0 } ?? false
+    guard generation == state.generation || (overdue && !state.settled) else { return }
+    if state.panning {
+      state.overdue = true
+    } else {
+      if generation != state.generation { timer.cancel() }
+      settle(&state, tracking: fired)
     }
   }
 
   /// Called under the lock: enqueueing the callback there keeps settles in order.
-  private func settle(_ state: inout State) {
+  private func settle(_ state: inout State, tracking fired: FiredCallbacks? = nil) {
     state.overdue = false
     state.settled = true
     state.deadline = nil
     state.generation &+= 1
-    callbacks.send(onSettle)
+    callbacks.send(onSettle, tracking: fired)
   }
 }

@@ -24,6 +24,9 @@ import Dispatch
 /// - Callbacks: `onChange` runs on `callbackQueue`, or on a serial queue the lockout owns, once
 ///   per state change and in the order of the changes, never under a lock. A concurrent
 ///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
+/// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
+///   callbacks that its timers caused have run. A callback that a method call caused directly is
+///   only enqueued; a serial `callbackQueue` runs it before any later one.
 /// - Extras: escalating lockouts (``init(maxFailures:window:lockoutDurations:callbackQueue:onChange:)``)
 ///   and a ``Snapshot`` to save and restore across a relaunch.
 /// - Threat model: a user who wants to end a lockout early may relaunch the app, reboot the
@@ -158,7 +161,7 @@ public final class PasscodeLockout: Sendable {
   /// Performs a transition's timer change and enqueues its report. Called under the lock, so
   /// that submissions and callbacks follow the order of the state changes; neither runs user
   /// code here.
-  func apply(_ transition: LockoutRules.Transition) {
+  func apply(_ transition: LockoutRules.Transition, tracking fired: FiredCallbacks? = nil) {
     switch transition.timer {
     case .keep:
       break
@@ -168,14 +171,16 @@ public final class PasscodeLockout: Sendable {
       timer.delay(for: after) { [weak self] in self?.timerFired(generation: generation) }
     }
     if let report = transition.report, let onChange {
-      callbacks.send { onChange(report) }
+      callbacks.send({ onChange(report) }, tracking: fired)
     }
   }
 
   private func timerFired(generation: UInt64) {
-    rules.withLock { rules in
-      let report = rules.timerFired(generation: generation)
-      apply(LockoutRules.Transition(report: report, timer: .keep))
+    timing.firing { fired in
+      rules.withLock { rules in
+        let report = rules.timerFired(generation: generation)
+        apply(LockoutRules.Transition(report: report, timer: .keep), tracking: fired)
+      }
     }
   }
 }

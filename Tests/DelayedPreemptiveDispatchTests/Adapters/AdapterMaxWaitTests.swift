@@ -34,13 +34,11 @@ func raceEvent<State>(
 @Suite("Adapter maxWait")
 struct AdapterMaxWaitTests {
   let clock = ManualClock()
-  let drain = CallbackDrain()
 
   @Test func loadRacingMaxWaitFiringStillEndsBatchAtMaxWait() async {
     let batches = Recorder<Int>()
     let signal = AllResourcesLoadedSignal(
-      quietPeriod: .milliseconds(3), maxWait: .milliseconds(5), clock: clock,
-      callbackQueue: drain.queue
+      quietPeriod: .milliseconds(3), maxWait: .milliseconds(5), clock: clock
     ) { batches.append($0) }
     for _ in 0..<4 {
       signal.resourceDidLoad()
@@ -53,14 +51,12 @@ struct AdapterMaxWaitTests {
     } event: { [signal] state in
       signal.load(&state, reading: signal.timing.now())
     }
-    await drain.drain()
     #expect(batches.all == [6])
     // A load every millisecond after that: each batch ends 5 ms after its first load.
     for _ in 0..<20 {
       await clock.advance(by: .milliseconds(1))
       signal.resourceDidLoad()
     }
-    await drain.drain()
     #expect(batches.all == [6, 5, 5, 5])
     #expect(signal.loadedCount == 5)
   }
@@ -68,8 +64,7 @@ struct AdapterMaxWaitTests {
   @Test func loadRacingQuietFiringKeepsBatchsOwnMaxWait() async {
     let batches = Recorder<Int>()
     let signal = AllResourcesLoadedSignal(
-      quietPeriod: .milliseconds(3), maxWait: .milliseconds(10), clock: clock,
-      callbackQueue: drain.queue
+      quietPeriod: .milliseconds(3), maxWait: .milliseconds(10), clock: clock
     ) { batches.append($0) }
     signal.resourceDidLoad()
     await clock.advance(by: .milliseconds(1))
@@ -82,13 +77,11 @@ struct AdapterMaxWaitTests {
     } event: { [signal] state in
       signal.load(&state, reading: signal.timing.now())
     }
-    await drain.drain()
     #expect(batches.all.isEmpty)
     for _ in 0..<10 {
       await clock.advance(by: .milliseconds(1))
       signal.resourceDidLoad()
     }
-    await drain.drain()
     // Loads at 0, 1, 4 and 5...9 ms are signalled at 10 ms; 10...14 ms open the next batch.
     #expect(batches.all == [8])
     #expect(signal.loadedCount == 5)
@@ -97,8 +90,7 @@ struct AdapterMaxWaitTests {
   @Test func panEventRacingMaxWaitFiringStillSettlesAtMaxWait() async {
     let settles = Recorder<Duration>()
     let detector = PanSettleDetector(
-      settleDelay: .milliseconds(3), maxWait: .milliseconds(5), clock: clock,
-      callbackQueue: drain.queue
+      settleDelay: .milliseconds(3), maxWait: .milliseconds(5), clock: clock
     ) { [clock] in settles.append(clock.now.offset) }
     detector.panDidBegin()
     await clock.advance(by: .milliseconds(4))
@@ -108,17 +100,14 @@ struct AdapterMaxWaitTests {
     } event: { [detector] state in
       detector.stop(&state, reading: detector.timing.now())
     }
-    await drain.drain()
     #expect(settles.all == [.milliseconds(5)])
     #expect(detector.isSettled)
     // Short pans every millisecond after that settle every 5 ms.
     for _ in 0..<12 {
       await clock.advance(by: .milliseconds(1))
-      await drain.drain()
       detector.panDidBegin()
       detector.panDidStop()
     }
-    await drain.drain()
     #expect(settles.all == [.milliseconds(5), .milliseconds(11), .milliseconds(16)])
   }
 }

@@ -41,9 +41,8 @@ struct PasscodeLockoutSnapshotTests {
     let saved = try relaunch(before.snapshot(now: wallStart, reference: reference(100)))
 
     let clock = ManualClock()
-    let drain = CallbackDrain()
     let changes = Recorder<PasscodeLockout.State>()
-    let after = PasscodeLockout(maxFailures: 1, clock: clock, callbackQueue: drain.queue) {
+    let after = PasscodeLockout(maxFailures: 1, clock: clock) {
       changes.append($0)
     }
     after.restore(saved, now: wallStart.addingTimeInterval(45), reference: reference(145))
@@ -51,7 +50,6 @@ struct PasscodeLockoutSnapshotTests {
     #expect(after.remainingLockout == .seconds(15))
     await clock.advance(by: .seconds(15))
     #expect(after.state == .open(failures: 0))
-    await drain.drain()
     #expect(changes.all == [.lockedOut, .open(failures: 0)])
   }
 
