@@ -39,7 +39,7 @@ func fire(target: DispatchQueue?, benchmark: Benchmark) {
   benchmark.startMeasurement()
   for queue in queues {
     queue.delay(for: threadsDelay) {
-      let thread = unsafeBitCast(pthread_self(), to: UInt.self)
+      let thread = threadID()
       var spin = 0
       for value in 0..<2_000 { spin &+= value }
       blackHole(spin)
@@ -57,4 +57,14 @@ func fire(target: DispatchQueue?, benchmark: Benchmark) {
   if missing > 0 {
     benchmark.error("\(missing) of \(instances) tasks had not run 30 s after arming")
   }
+}
+
+/// The calling thread, as a number: `pthread_t` is a pointer on Apple platforms, an integer on
+/// Linux.
+func threadID() -> UInt {
+  #if canImport(Darwin)
+    return UInt(bitPattern: pthread_self())
+  #else
+    return UInt(pthread_self())
+  #endif
 }

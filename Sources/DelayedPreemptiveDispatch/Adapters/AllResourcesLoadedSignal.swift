@@ -20,7 +20,8 @@ import Dispatch
 ///   preempts the pending signal. A pending timer does not keep the signal alive. Releasing
 ///   the signal cancels the timer: no callback follows, and every ``allLoaded()`` waiter is
 ///   resumed with the loads counted so far in the unfinished batch.
-/// - Callbacks: `onAllLoaded` runs on `callbackQueue`, or on a serial queue the signal owns,
+/// - Callbacks: `onAllLoaded` runs on the main actor with `callbackActor: MainActor.shared`, or
+///   on `callbackQueue`, or on a serial queue the signal owns,
 ///   once per batch and in batch order, never under a lock. A concurrent `callbackQueue` may
 ///   run them out of order.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
@@ -64,7 +65,7 @@ public final class AllResourcesLoadedSignal: Sendable {
       callbackQueue: callbackQueue, onAllLoaded: onAllLoaded)
   }
 
-  private init(
+  init(
     quietPeriod: Duration, maxWait: Duration?, timing: AdapterTiming,
     callbackQueue: DispatchQueue?, onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
   ) {

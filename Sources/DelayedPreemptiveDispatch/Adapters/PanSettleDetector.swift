@@ -4,8 +4,8 @@ import Dispatch
 /// the last `panDidStop()` with no `panDidBegin()` after it.
 ///
 /// ```swift
-/// let settle = PanSettleDetector(settleDelay: .milliseconds(250), callbackQueue: .main) {
-///   map.loadTilesForVisibleRegion()
+/// let settle = PanSettleDetector(settleDelay: .milliseconds(250), callbackActor: MainActor.shared) {
+///   map.loadTilesForVisibleRegion()   // a @MainActor method
 /// }
 /// func panGestureChanged(_ gesture: UIPanGestureRecognizer) {
 ///   switch gesture.state {
@@ -24,7 +24,8 @@ import Dispatch
 /// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``; each stop
 ///   preempts the pending settle. A pending timer does not keep the detector alive; releasing
 ///   it cancels the timer, and no callback follows.
-/// - Callbacks: `onSettle` runs on `callbackQueue`, or on a serial queue the detector owns,
+/// - Callbacks: `onSettle` runs on the main actor with `callbackActor: MainActor.shared`, or on
+///   `callbackQueue`, or on a serial queue the detector owns,
 ///   once per settle and never under a lock. A concurrent `callbackQueue` may run two of them at
 ///   the same time.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
@@ -112,7 +113,7 @@ public final class PanSettleDetector: Sendable {
       callbackQueue: callbackQueue, onSettle: onSettle)
   }
 
-  private init(
+  init(
     settleDelay: Duration, maxWait: Duration?, timing: AdapterTiming,
     callbackQueue: DispatchQueue?, onSettle: @escaping @Sendable () -> Void
   ) {

@@ -4,9 +4,11 @@ import Dispatch
 /// `window`, and a lockout ends by itself after `lockoutDuration`.
 ///
 /// ```swift
-/// let lockout = PasscodeLockout(maxFailures: 3, window: .seconds(60),
-///                               lockoutDuration: .seconds(60), callbackQueue: .main) { state in
-///   keypad.isEnabled = state != .lockedOut
+/// let lockout = PasscodeLockout(
+///   maxFailures: 3, window: .seconds(60), lockoutDuration: .seconds(60),
+///   callbackActor: MainActor.shared
+/// ) { state in
+///   keypad.isEnabled = state != .lockedOut   // a @MainActor view, updated in order
 /// }
 /// func passcodeEntered(_ code: String) {
 ///   if code == expected { lockout.recordSuccess(); unlock() } else { lockout.recordFailure() }
@@ -21,7 +23,8 @@ import Dispatch
 /// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``: each failure
 ///   preempts the pending window end, and a lockout replaces it. A pending timer does not keep
 ///   the lockout alive; releasing it cancels the timer and no callback follows.
-/// - Callbacks: `onChange` runs on `callbackQueue`, or on a serial queue the lockout owns, once
+/// - Callbacks: `onChange` runs on the main actor with `callbackActor: MainActor.shared`, or on
+///   `callbackQueue`, or on a serial queue the lockout owns, once
 ///   per state change and in the order of the changes, never under a lock. A concurrent
 ///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
@@ -110,7 +113,7 @@ public final class PasscodeLockout: Sendable {
       timing: .clock(clock), callbackQueue: callbackQueue, onChange: onChange)
   }
 
-  private init(
+  init(
     rules: LockoutRules, timing: AdapterTiming, callbackQueue: DispatchQueue?,
     onChange: (@Sendable (State) -> Void)?
   ) {

@@ -100,7 +100,7 @@ final class ThreadProbe: Sendable {
 
   private func note() {
     let threads = Self.processThreadCount() ?? 0
-    let thread = unsafeBitCast(pthread_self(), to: UInt.self)
+    let thread = threadID()
     // A little work keeps each task on its thread long enough for the pool to show its size.
     var spin = 0
     for value in 0..<2_000 { spin &+= value }
@@ -121,4 +121,14 @@ final class ThreadProbe: Sendable {
         added <= bound, "the process grew from \(baseline ?? 0) to \(seen.peakThreads) threads")
     #endif
   }
+}
+
+/// The calling thread, as a number: `pthread_t` is a pointer on Apple platforms, an integer on
+/// Linux.
+func threadID() -> UInt {
+  #if canImport(Darwin)
+    return UInt(bitPattern: pthread_self())
+  #else
+    return UInt(pthread_self())
+  #endif
 }
