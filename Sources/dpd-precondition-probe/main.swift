@@ -18,6 +18,10 @@ let probes: [String: () -> Void] = [
   "lockout-window": { _ = PasscodeLockout(window: .zero) },
   "lockout-duration": { _ = PasscodeLockout(lockoutDuration: .seconds(-1)) },
   "lockout-escalation-empty": { _ = PasscodeLockout(lockoutDurations: []) },
+  "pan-settle-delay": { _ = PanSettleDetector(settleDelay: .zero) {} },
+  "pan-max-wait": { _ = PanSettleDetector(maxWait: .milliseconds(-5)) {} },
+  "resources-quiet-period": { _ = AllResourcesLoadedSignal(quietPeriod: .seconds(-1)) },
+  "resources-max-wait": { _ = AllResourcesLoadedSignal(maxWait: .zero) },
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

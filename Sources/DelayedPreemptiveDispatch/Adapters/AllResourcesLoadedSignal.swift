@@ -44,6 +44,9 @@ public final class AllResourcesLoadedSignal: Sendable {
   ///   - maxWait: The longest a batch may last from its first load; `nil` for no bound.
   ///   - callbackQueue: Where `onAllLoaded` runs; `nil` for a serial queue the signal owns.
   ///   - onAllLoaded: Called with the count of each batch when it is signalled.
+  /// - Precondition: `quietPeriod` is positive, and so is `maxWait` when given. A zero or
+  ///   negative value stops the program with a message naming the parameter, as for every
+  ///   adapter's quiet period.
   public convenience init(
     quietPeriod: Duration = .milliseconds(500), maxWait: Duration? = nil,
     callbackQueue: DispatchQueue? = nil,
@@ -69,6 +72,13 @@ public final class AllResourcesLoadedSignal: Sendable {
     quietPeriod: Duration, maxWait: Duration?, timing: AdapterTiming,
     callbackQueue: DispatchQueue?, onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
   ) {
+    requireArgument(
+      quietPeriod > .zero,
+      "AllResourcesLoadedSignal: quietPeriod must be positive, got \(quietPeriod)")
+    if let maxWait {
+      requireArgument(
+        maxWait > .zero, "AllResourcesLoadedSignal: maxWait must be positive, got \(maxWait)")
+    }
     self.quietPeriod = quietPeriod
     self.maxWait = maxWait
     self.timing = timing

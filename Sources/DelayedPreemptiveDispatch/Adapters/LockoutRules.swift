@@ -30,6 +30,9 @@ struct LockoutRules: Sendable {
   private(set) var lockouts = 0
   /// Names the live timer; a timer that fires with any other generation is stale.
   private var generation: UInt64 = 0
+  /// The latest clock reading seen. Readings are taken before the lock, so a thread may bring an
+  /// older one than the last; the rules keep time moving forward.
+  private(set) var latest = Duration.zero
 
   init(maxFailures: Int, window: Duration, lockoutDurations: [Duration]) {
     requireArgument(
@@ -44,6 +47,12 @@ struct LockoutRules: Sendable {
     self.maxFailures = maxFailures
     self.window = window
     self.lockoutDurations = lockoutDurations
+  }
+
+  /// Takes a clock reading and returns the instant the rules act at: never before an earlier one.
+  mutating func observe(_ reading: Duration) -> Duration {
+    latest = max(latest, reading)
+    return latest
   }
 
   var state: PasscodeLockout.State {

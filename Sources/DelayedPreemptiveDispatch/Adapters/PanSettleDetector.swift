@@ -73,6 +73,9 @@ public final class PanSettleDetector: Sendable {
   ///   - settleDelay: The quiet time after the last stop that counts as settled.
   ///   - callbackQueue: Where `onSettle` runs; `nil` for a serial queue the detector owns.
   ///   - onSettle: Called once per settle.
+  /// - Precondition: `settleDelay` is positive (and `maxWait`, in the initialisers that take it).
+  ///   A zero or negative value stops the program with a message naming the parameter, as for
+  ///   every adapter's quiet period.
   public convenience init(
     settleDelay: Duration = .milliseconds(250), callbackQueue: DispatchQueue? = nil,
     onSettle: @escaping @Sendable () -> Void
@@ -94,6 +97,8 @@ public final class PanSettleDetector: Sendable {
 
   /// Creates a detector on real time that settles at most `maxWait` after the first pan event
   /// since the last settle, however the pans go on (or when the pan in motion then stops).
+  ///
+  /// - Precondition: `settleDelay` and `maxWait` are positive.
   public convenience init(
     settleDelay: Duration = .milliseconds(250), maxWait: Duration,
     callbackQueue: DispatchQueue? = nil, onSettle: @escaping @Sendable () -> Void
@@ -117,6 +122,12 @@ public final class PanSettleDetector: Sendable {
     settleDelay: Duration, maxWait: Duration?, timing: AdapterTiming,
     callbackQueue: DispatchQueue?, onSettle: @escaping @Sendable () -> Void
   ) {
+    requireArgument(
+      settleDelay > .zero, "PanSettleDetector: settleDelay must be positive, got \(settleDelay)")
+    if let maxWait {
+      requireArgument(
+        maxWait > .zero, "PanSettleDetector: maxWait must be positive, got \(maxWait)")
+    }
     self.settleDelay = settleDelay
     self.maxWait = maxWait
     self.timing = timing

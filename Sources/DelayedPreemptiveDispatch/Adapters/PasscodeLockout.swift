@@ -131,8 +131,9 @@ public final class PasscodeLockout: Sendable {
   /// `maxFailures` locks out. While locked out, it counts nothing and returns `.lockedOut`.
   @discardableResult
   public func recordFailure() -> State {
-    rules.withLock { rules in
-      apply(rules.failure(at: timing.now()))
+    let reading = timing.now()
+    return rules.withLock { rules in
+      apply(rules.failure(at: rules.observe(reading)))
       return rules.state
     }
   }
@@ -151,14 +152,18 @@ public final class PasscodeLockout: Sendable {
 
   /// How long the current lockout still lasts; `nil` while open.
   public var remainingLockout: Duration? {
-    rules.withLock { rules in
-      rules.lockoutEnd.map { max($0 - timing.now(), .zero) }
+    let reading = timing.now()
+    return rules.withLock { rules in
+      let now = rules.observe(reading)
+      return rules.lockoutEnd.map { max($0 - now, .zero) }
     }
   }
 
-  /// Runs `body` on the rules under the lock, with the current instant of the time line.
+  /// Runs `body` on the rules under the lock, with the current instant of the time line (read
+  /// before the lock: the clock is the user's code).
   func withRules<Result>(_ body: (inout LockoutRules, Duration) -> Result) -> Result {
-    rules.withLock { rules in body(&rules, timing.now()) }
+    let reading = timing.now()
+    return rules.withLock { rules in body(&rules, rules.observe(reading)) }
   }
 
   /// Performs a transition's timer change and enqueues its report. Called under the lock, so
