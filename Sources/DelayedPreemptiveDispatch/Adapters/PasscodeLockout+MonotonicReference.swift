@@ -54,7 +54,7 @@ extension PasscodeLockout {
     guard mach_timebase_info(&timebase) == KERN_SUCCESS, timebase.denom != 0 else { return nil }
     let ticks = mach_continuous_time()
     let (high, low) = ticks.multipliedFullWidth(by: UInt64(timebase.numer))
-    let nanoseconds = UInt64(timebase.denom).dividingFullWidth((high, low)).quotient
+    let nanoseconds = UInt64(timebase.denom).dividingFullWidth((high: high, low: low)).quotient
     return .nanoseconds(Int64(clamping: nanoseconds))
   }
 #elseif canImport(Glibc) || canImport(Musl)
