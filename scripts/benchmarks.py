@@ -201,6 +201,15 @@ def fan_out_table(results):
     return "\n".join(rows)
 
 
+def threads_table(results):
+    rows = ["| target | threads used | all ran after (ms) |", "|---|--:|--:|"]
+    for key, label in [("default-target", "default (`target: nil`)"), ("global-target", "`.global()`")]:
+        threads = results.value("threads", key, "threadsUsed")
+        fired = results.value("threads", key, "wallClock")
+        rows.append(f"| {label} | {fmt(threads, 0)} | {fmt(None if fired is None else fired / 1e6)} |")
+    return "\n".join(rows)
+
+
 def latency_table(results):
     rows = ["| contender | overshoot p50 (µs) | overshoot p99 (µs) |", "|---|--:|--:|"]
     labels = [("clock-nanosleep", "baseline: `clock_nanosleep` of 10 ms")] + [
@@ -317,6 +326,15 @@ has already fired some of its per-call timers by then.
 arming loop, and the time from its start until every task has run.
 
 {fan_out_table(results)}
+
+## Threads
+
+10⁴ library queues, made before the measurement, each armed once with a 10 ms delay: how many
+threads their tasks ran on, and the time until every task had run, with the default target and
+with `.global()`. The default must match `.global()`: a serial queue with no target would be an
+overcommit queue, with a thread of its own whenever it has work.
+
+{threads_table(results)}
 
 ## Fire latency
 

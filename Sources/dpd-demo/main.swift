@@ -49,4 +49,8 @@ for (index, scenario) in options.scenarios.enumerated() {
 }
 
 print(style.dim("legend: o submitted, - pending, x preempted, c cancelled, * task fired, ^ input"))
+print(
+  style.dim(
+    "adapter row: 0-9 lockout open with that many failures, L locked out, S pan settled,"
+      + " A all resources loaded"))
 print(style.dim("done in \(seconds(ContinuousClock.now - started))"))

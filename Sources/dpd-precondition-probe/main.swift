@@ -28,6 +28,10 @@ let probes: [String: () -> Void] = [
     queue.delay(0) {}
     queue.wait()
   },
+  "pan-settle-delay": { _ = PanSettleDetector(settleDelay: .zero) {} },
+  "pan-max-wait": { _ = PanSettleDetector(maxWait: .milliseconds(-5)) {} },
+  "resources-quiet-period": { _ = AllResourcesLoadedSignal(quietPeriod: .seconds(-1)) },
+  "resources-max-wait": { _ = AllResourcesLoadedSignal(maxWait: .zero) },
 ].merging(clockProbes()) { core, _ in core }
 
 let name = CommandLine.arguments.dropFirst().first ?? ""

@@ -11,10 +11,12 @@ public enum Metrics {
   public static let overshootNanoseconds = BenchmarkMetric.custom("overshootNanoseconds")
   /// Memory: growth of the resident set while calls are pending.
   public static let residentGrowthBytes = BenchmarkMetric.custom("residentGrowthBytes")
+  /// Threads: distinct threads the tasks of one iteration ran on.
+  public static let threadsUsed = BenchmarkMetric.custom("threadsUsed")
 
   /// Metrics exported as plain counts rather than scaled to K or M.
   private static let counts: [BenchmarkMetric] = [
-    calls, armNanoseconds, overshootNanoseconds, residentGrowthBytes,
+    calls, armNanoseconds, overshootNanoseconds, residentGrowthBytes, threadsUsed,
     .mallocCountTotal,
   ]
 

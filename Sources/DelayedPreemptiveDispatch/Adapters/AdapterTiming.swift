@@ -10,6 +10,8 @@ struct AdapterTiming: Sendable {
   /// The current instant, as an offset on the adapter's time line.
   let now: @Sendable () -> Duration
   private let queueMaker: @Sendable (String, DelayOptions) -> DelayedPreemptiveDispatchQueue
+  /// The clock, when it is a ``SchedulingClock``: it awaits the callbacks a firing causes.
+  private var scheduler: (any SchedulingClock)?
 
   /// Real time: `DispatchTime` readings and an `asyncAfter`-driven queue.
   static var realTime: AdapterTiming {
@@ -23,11 +25,26 @@ struct AdapterTiming: Sendable {
   /// Any clock with `Duration`: readings of `clock`, and a queue whose timer sleeps on it.
   static func clock<C: Clock>(_ clock: C) -> AdapterTiming where C.Duration == Duration {
     let origin = clock.now
-    return AdapterTiming(
+    var timing = AdapterTiming(
       now: { origin.duration(to: clock.now) },
       queueMaker: { label, options in
         DelayedPreemptiveDispatchQueue(label: label, clock: clock, options: options)
       })
+    timing.scheduler = clock as? any SchedulingClock
+    return timing
+  }
+
+  /// Runs `body`, the firing of the adapter's timer. On a ``SchedulingClock``, `body` gets a
+  /// ``FiredCallbacks`` to enqueue its callbacks through, and the clock awaits them before it
+  /// moves further; otherwise it gets `nil`.
+  func firing<Result>(_ body: (FiredCallbacks?) -> Result) -> Result {
+    guard let scheduler else { return body(nil) }
+    let fired = FiredCallbacks()
+    let result = body(fired)
+    if !fired.isEmpty {
+      scheduler.schedule(after: .zero, tolerance: nil) { await fired.wait() }
+    }
+    return result
   }
 
   /// Makes the adapter's timer: a queue with no task of its own (each submission brings one).
@@ -45,10 +62,12 @@ struct CallbackQueue: Sendable {
   let queue: DispatchQueue
 
   init(given: DispatchQueue?, label: String) {
-    queue = given ?? DispatchQueue(label: label)
+    queue = given ?? makeSerialQueue(label: label, qos: .unspecified, target: nil)
   }
 
-  func send(_ callback: @escaping @Sendable () -> Void) {
-    queue.async(execute: callback)
+  /// Enqueues `callback`; with `fired`, the clock that fired the timer awaits it.
+  func send(_ callback: @escaping @Sendable () -> Void, tracking fired: FiredCallbacks? = nil) {
+    let work: @Sendable () -> Void = fired.map { $0.track(callback) } ?? callback
+    queue.async(execute: work)
   }
 }

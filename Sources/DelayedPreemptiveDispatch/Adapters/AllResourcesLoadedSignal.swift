@@ -13,18 +13,27 @@ import Dispatch
 /// print("\(count) resources loaded")
 /// ```
 ///
+/// - Bound: with `maxWait`, no batch lasts longer than `maxWait` from its first load (plus
+///   scheduling latency), however dense the loads; a load that races the firing that ends the
+///   batch is counted in it.
 /// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``; each load
 ///   preempts the pending signal. A pending timer does not keep the signal alive. Releasing
 ///   the signal cancels the timer: no callback follows, and every ``allLoaded()`` waiter is
 ///   resumed with the loads counted so far in the unfinished batch.
-/// - Callbacks: `onAllLoaded` runs on `callbackQueue`, or on a serial queue the signal owns,
+/// - Callbacks: `onAllLoaded` runs on the main actor with `callbackActor: MainActor.shared`, or
+///   on `callbackQueue`, or on a serial queue the signal owns,
 ///   once per batch and in batch order, never under a lock. A concurrent `callbackQueue` may
 ///   run them out of order.
+/// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
+///   callbacks that its timers caused have run. A callback that a method call caused directly is
+///   only enqueued; a serial `callbackQueue` runs it before any later one.
 /// - Thread safety: every method may be called from any thread.
 public final class AllResourcesLoadedSignal: Sendable {
-  private let batch = LoadBatch()
+  let batch = LoadBatch()
   private let quietPeriod: Duration
-  private let timer: DelayedPreemptiveDispatchQueue
+  private let maxWait: Duration?
+  let timing: AdapterTiming
+  let timer: DelayedPreemptiveDispatchQueue
   private let callbacks: CallbackQueue
   private let onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
 
@@ -35,6 +44,9 @@ public final class AllResourcesLoadedSignal: Sendable {
   ///   - maxWait: The longest a batch may last from its first load; `nil` for no bound.
   ///   - callbackQueue: Where `onAllLoaded` runs; `nil` for a serial queue the signal owns.
   ///   - onAllLoaded: Called with the count of each batch when it is signalled.
+  /// - Precondition: `quietPeriod` is positive, and so is `maxWait` when given. A zero or
+  ///   negative value stops the program with a message naming the parameter, as for every
+  ///   adapter's quiet period.
   public convenience init(
     quietPeriod: Duration = .milliseconds(500), maxWait: Duration? = nil,
     callbackQueue: DispatchQueue? = nil,
@@ -56,14 +68,23 @@ public final class AllResourcesLoadedSignal: Sendable {
       callbackQueue: callbackQueue, onAllLoaded: onAllLoaded)
   }
 
-  private init(
+  init(
     quietPeriod: Duration, maxWait: Duration?, timing: AdapterTiming,
     callbackQueue: DispatchQueue?, onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
   ) {
+    requireArgument(
+      quietPeriod > .zero,
+      "AllResourcesLoadedSignal: quietPeriod must be positive, got \(quietPeriod)")
+    if let maxWait {
+      requireArgument(
+        maxWait > .zero, "AllResourcesLoadedSignal: maxWait must be positive, got \(maxWait)")
+    }
     self.quietPeriod = quietPeriod
+    self.maxWait = maxWait
+    self.timing = timing
+    // The signal keeps the batch's `maxWait` deadline itself and caps each delay by it.
     timer = timing.makeQueue(
-      label: "AllResourcesLoadedSignal.timer",
-      options: DelayOptions(deadlinePolicy: .restart, maxWait: maxWait))
+      label: "AllResourcesLoadedSignal.timer", options: DelayOptions(deadlinePolicy: .restart))
     callbacks = CallbackQueue(given: callbackQueue, label: "AllResourcesLoadedSignal.callbacks")
     self.onAllLoaded = onAllLoaded
   }
@@ -75,12 +96,16 @@ public final class AllResourcesLoadedSignal: Sendable {
   /// Counts a load in the current batch (starting one if none is open) and moves the signal to
   /// `quietPeriod` from now, within the batch's `maxWait`.
   public func resourceDidLoad() {
-    batch.state.withLock { state in
-      state.count += 1
-      state.generation &+= 1
-      let generation = state.generation
-      timer.delay(for: quietPeriod) { [weak self] in self?.timerFired(generation: generation) }
-    }
+    let reading = timing.now()
+    batch.state.withLock { state in load(&state, reading: reading) }
+  }
+
+  /// Counts a load under the lock and moves the timer; the lock keeps the timer's submissions in
+  /// the order of the loads.
+  func load(_ state: inout LoadBatch.State, reading: Duration) {
+    let (delay, generation) = LoadBatch.load(
+      &state, reading: reading, quietPeriod: quietPeriod, maxWait: maxWait)
+    timer.delay(for: delay) { [weak self] in self?.timerFired(generation: generation) }
   }
 
   /// Returns the count of the last signalled batch at once if no load came after it; otherwise
@@ -107,11 +132,18 @@ public final class AllResourcesLoadedSignal: Sendable {
   }
 
   private func timerFired(generation: UInt64) {
-    let signalled = batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
-      guard generation == state.generation else { return nil }
-      let (count, waiters) = LoadBatch.signal(&state)
-      if let onAllLoaded { callbacks.send { onAllLoaded(count) } }
-      return (count, waiters)
+    let reading = timing.now()
+    let signalled = timing.firing { fired in
+      batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
+        guard LoadBatch.isDue(&state, generation: generation, reading: reading) else {
+          return nil
+        }
+        // A load that raced this firing armed a timer of its own; this signal covers that load.
+        if generation != state.generation { timer.cancel() }
+        let (count, waiters) = LoadBatch.signal(&state)
+        if let onAllLoaded { callbacks.send({ onAllLoaded(count) }, tracking: fired) }
+        return (count, waiters)
+      }
     }
     guard let (count, waiters) = signalled else { return }
     for waiter in waiters { waiter.resume(returning: count) }

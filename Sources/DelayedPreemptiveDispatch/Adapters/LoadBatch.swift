@@ -11,6 +11,13 @@ final class LoadBatch: Sendable {
     var lastSignalled: Int?
     /// Names the latest load; a timer armed by an earlier one is stale.
     var generation: UInt64 = 0
+    /// When the current batch must be signalled by its `maxWait`; `nil` with no bound or no
+    /// batch open. The adapter decides by it, not by the timer's burst, so a load that lands
+    /// while an expiring timer waits for the lock cannot open a fresh window.
+    var deadline: Duration?
+    /// The latest clock reading seen under the lock. Readings are taken before the lock, so a
+    /// thread may bring an older one; the state keeps time moving forward.
+    var latest = Duration.zero
     var waiters: [UInt64: CheckedContinuation<Int, Never>] = [:]
     var nextWaiter: UInt64 = 0
     /// The signal was released: nothing will be signalled any more.
@@ -18,6 +25,30 @@ final class LoadBatch: Sendable {
   }
 
   let state = LockBox(State())
+
+  /// Counts a load read at `reading` and returns how long from now the signal is due, with the
+  /// generation that names it.
+  static func load(
+    _ state: inout State, reading: Duration, quietPeriod: Duration, maxWait: Duration?
+  ) -> (delay: Duration, generation: UInt64) {
+    state.latest = max(state.latest, reading)
+    let now = state.latest
+    if state.count == 0, let maxWait { state.deadline = now + maxWait }
+    state.count += 1
+    state.generation &+= 1
+    let delay = state.deadline.map { min(quietPeriod, $0 - now) } ?? quietPeriod
+    return (delay, state.generation)
+  }
+
+  /// Whether the timer named `generation`, firing at `reading`, ends the current batch: it is
+  /// the latest one, or the batch has reached its `maxWait` (a load that raced this firing
+  /// then belongs to the batch, and the timer it armed is superseded).
+  static func isDue(_ state: inout State, generation: UInt64, reading: Duration) -> Bool {
+    state.latest = max(state.latest, reading)
+    if generation == state.generation { return true }
+    guard state.count > 0, let deadline = state.deadline else { return false }
+    return state.latest >= deadline
+  }
 
   /// Suspends until the current batch is signalled, or returns at once by the contract's rule.
   ///
@@ -53,6 +84,8 @@ final class LoadBatch: Sendable {
     let count = state.count
     state.count = 0
     state.lastSignalled = count
+    state.deadline = nil
+    state.generation &+= 1
     defer { state.waiters = [:] }
     return (count, Array(state.waiters.values))
   }

@@ -30,6 +30,9 @@ struct LockoutRules: Sendable {
   private(set) var lockouts = 0
   /// Names the live timer; a timer that fires with any other generation is stale.
   private var generation: UInt64 = 0
+  /// The latest clock reading seen. Readings are taken before the lock, so a thread may bring an
+  /// older one than the last; the rules keep time moving forward.
+  private(set) var latest = Duration.zero
 
   init(maxFailures: Int, window: Duration, lockoutDurations: [Duration]) {
     requireArgument(
@@ -44,6 +47,12 @@ struct LockoutRules: Sendable {
     self.maxFailures = maxFailures
     self.window = window
     self.lockoutDurations = lockoutDurations
+  }
+
+  /// Takes a clock reading and returns the instant the rules act at: never before an earlier one.
+  mutating func observe(_ reading: Duration) -> Duration {
+    latest = max(latest, reading)
+    return latest
   }
 
   var state: PasscodeLockout.State {
@@ -90,30 +99,50 @@ struct LockoutRules: Sendable {
     return state == before ? nil : state
   }
 
-  /// Replaces the whole state with `snapshot`, taken on the wall clock at `snapshotNow` and
-  /// restored at `now` on the time line. Remaining times are capped at a full window and a full
-  /// lockout, so a wall clock set back cannot lengthen them.
+  /// How much time passed since a snapshot was taken.
+  enum Elapsed: Equatable {
+    /// Measured on a monotonic reference: each deadline has the time it had left at the
+    /// snapshot, minus this.
+    case uptime(Duration)
+    /// An older snapshot with no monotonic reference: deadlines are read against the wall clock
+    /// at these seconds since the reference date.
+    case wallClock(seconds: Double)
+  }
+
+  /// Replaces the whole state with `snapshot`, restored at `now` on the time line after
+  /// `elapsed`. Remaining times are capped at a full window and a full lockout, so a wall clock
+  /// set back cannot lengthen them.
   mutating func restore(
-    _ snapshot: PasscodeLockout.Snapshot, wallSeconds: Double, at now: Duration
+    _ snapshot: PasscodeLockout.Snapshot, elapsed: Elapsed, at now: Duration
   ) -> Transition {
+    func remaining(recorded: Duration?, wallDeadline: Double?) -> Duration? {
+      switch elapsed {
+      case .uptime(let passed):
+        return recorded.map { $0 - passed }
+      case .wallClock(let seconds):
+        return wallDeadline.map { .seconds($0 - seconds) }
+      }
+    }
     let before = state
     lockouts = max(snapshot.lockouts, 0)
     failures = 0
     windowEnd = nil
     lockoutEnd = nil
     var timer = TimerChange.cancel
-    if let until = snapshot.lockedOutUntilSeconds, until > wallSeconds {
+    let lockoutLeft = remaining(
+      recorded: snapshot.lockedOutFor, wallDeadline: snapshot.lockedOutUntilSeconds)
+    let windowLeft = remaining(
+      recorded: snapshot.countResetsIn, wallDeadline: snapshot.countResetsAtSeconds)
+    if let lockoutLeft, lockoutLeft > .zero {
       let full = lockoutDuration(afterLockouts: lockouts - 1)
-      let remaining = min(.seconds(until - wallSeconds), full)
-      lockoutEnd = now + remaining
-      timer = arm(after: remaining)
-    } else if snapshot.failures > 0, maxFailures > 1, let resets = snapshot.countResetsAtSeconds,
-      resets > wallSeconds
-    {
-      let remaining = min(.seconds(resets - wallSeconds), window)
+      let left = min(lockoutLeft, full)
+      lockoutEnd = now + left
+      timer = arm(after: left)
+    } else if snapshot.failures > 0, maxFailures > 1, let windowLeft, windowLeft > .zero {
+      let left = min(windowLeft, window)
       failures = min(snapshot.failures, maxFailures - 1)
-      windowEnd = now + remaining
-      timer = arm(after: remaining)
+      windowEnd = now + left
+      timer = arm(after: left)
     } else {
       generation &+= 1
     }

@@ -5,8 +5,9 @@
 #endif
 
 extension PasscodeLockout {
-  /// The state of a lockout with its deadlines on the wall clock, to save and restore so that a
-  /// relaunch of the app or service does not end a lockout or forget the failures.
+  /// The state of a lockout with its deadlines on the wall clock and a monotonic reference, to
+  /// save and restore so that a relaunch of the app or service does not end a lockout or forget
+  /// the failures.
   ///
   /// ```swift
   /// // When going to the background, or after each change:
@@ -25,6 +26,13 @@ extension PasscodeLockout {
     public var lockedOutUntil: Date?
     /// Lockouts since the last success, which picks the next escalation step.
     public var lockouts: Int
+    /// The boot session and uptime when the snapshot was taken; `nil` in snapshots saved by
+    /// earlier versions, or where the platform does not tell them.
+    public var reference: MonotonicReference?
+    /// How long the count still had until it returned to 0, when the snapshot was taken.
+    public var countResetsIn: Duration?
+    /// How long the lockout still had, when the snapshot was taken.
+    public var lockedOutFor: Duration?
 
     /// Creates a snapshot from its parts; usually you get one from ``PasscodeLockout/snapshot(now:)``.
     public init(failures: Int, countResetsAt: Date?, lockedOutUntil: Date?, lockouts: Int) {
@@ -38,32 +46,78 @@ extension PasscodeLockout {
     var lockedOutUntilSeconds: Double? { lockedOutUntil?.timeIntervalSinceReferenceDate }
   }
 
-  /// The current state with its deadlines on the wall clock, read at `now`.
+  /// The current state with its deadlines on the wall clock, read at `now`, and the system's
+  /// ``MonotonicReference``.
   ///
   /// Nothing pending changes. Pass `now` only to control the wall clock in tests.
   public func snapshot(now: Date = Date()) -> Snapshot {
+    snapshot(now: now, reference: .current)
+  }
+
+  /// The current state, as ``snapshot(now:)``, with `reference` as the monotonic reading; for
+  /// tests that play a relaunch or a reboot.
+  public func snapshot(now: Date, reference: MonotonicReference?) -> Snapshot {
     withRules { rules, instant in
       func wallClock(_ deadline: Duration?) -> Date? {
         deadline.map { now.addingTimeInterval(Self.seconds($0 - instant)) }
       }
-      return Snapshot(
+      var snapshot = Snapshot(
         failures: rules.failures, countResetsAt: wallClock(rules.windowEnd),
         lockedOutUntil: wallClock(rules.lockoutEnd), lockouts: rules.lockouts)
+      snapshot.reference = reference
+      snapshot.countResetsIn = rules.windowEnd.map { max($0 - instant, .zero) }
+      snapshot.lockedOutFor = rules.lockoutEnd.map { max($0 - instant, .zero) }
+      return snapshot
     }
   }
 
-  /// Replaces the current state with `snapshot`, as read on the wall clock at `now`.
+  /// Replaces the current state with `snapshot`, measuring the time since it was taken on the
+  /// system's monotonic reference, or on the wall clock at `now` for an older snapshot.
   ///
-  /// A lockout that has not ended by `now` goes on for the time it has left; one that has ended
-  /// opens with no failures. Failures whose window has not passed stay counted for the rest of
-  /// it. The pending timer is replaced, and `onChange` reports the restored state if it differs
-  /// from the current one. Remaining times are capped at one full window and one full lockout
-  /// of the restored escalation step, so setting the wall clock back cannot lengthen them.
+  /// A lockout that has not ended goes on for the time it has left; one that has ended opens
+  /// with no failures. Failures whose window has not passed stay counted for the rest of it. The
+  /// pending timer is replaced, and `onChange` reports the restored state if it differs from the
+  /// current one.
+  ///
+  /// How the time left is measured (the threat model is a user who can set the wall clock):
+  /// - Same boot session as the snapshot: from the uptime, which the user cannot set. Setting
+  ///   the wall clock forward does not shorten a lockout or a window.
+  /// - Another boot session: the time left when the snapshot was taken, in full. Time spent
+  ///   switched off does not count, and the wall clock cannot shorten it.
+  /// - A snapshot with no monotonic reference (saved by an earlier version): the wall clock at
+  ///   `now`.
+  ///
+  /// In every case the time left is capped at one full window and one full lockout of the
+  /// restored escalation step, so setting the wall clock back cannot lengthen them either.
   public func restore(_ snapshot: Snapshot, now: Date = Date()) {
+    restore(snapshot, now: now, reference: .current)
+  }
+
+  /// Replaces the current state with `snapshot`, as ``restore(_:now:)``, with `reference` as the
+  /// monotonic reading; for tests that play a relaunch or a reboot.
+  public func restore(_ snapshot: Snapshot, now: Date, reference: MonotonicReference?) {
     withRules { rules, instant in
       apply(
-        rules.restore(snapshot, wallSeconds: now.timeIntervalSinceReferenceDate, at: instant))
+        rules.restore(
+          snapshot, elapsed: Self.elapsed(since: snapshot, now: now, reference: reference),
+          at: instant))
     }
+  }
+
+  /// How to measure the time left of each deadline of `snapshot`, by the rules of
+  /// ``restore(_:now:)``.
+  static func elapsed(
+    since snapshot: Snapshot, now: Date, reference: MonotonicReference?
+  ) -> LockoutRules.Elapsed {
+    guard let saved = snapshot.reference else {
+      return .wallClock(seconds: now.timeIntervalSinceReferenceDate)
+    }
+    if let reference, reference.bootSessionID == saved.bootSessionID,
+      reference.uptime >= saved.uptime
+    {
+      return .uptime(reference.uptime - saved.uptime)
+    }
+    return .uptime(.zero)
   }
 
   private static func seconds(_ duration: Duration) -> Double {

@@ -4,9 +4,11 @@ import Dispatch
 /// `window`, and a lockout ends by itself after `lockoutDuration`.
 ///
 /// ```swift
-/// let lockout = PasscodeLockout(maxFailures: 3, window: .seconds(60),
-///                               lockoutDuration: .seconds(60), callbackQueue: .main) { state in
-///   keypad.isEnabled = state != .lockedOut
+/// let lockout = PasscodeLockout(
+///   maxFailures: 3, window: .seconds(60), lockoutDuration: .seconds(60),
+///   callbackActor: MainActor.shared
+/// ) { state in
+///   keypad.isEnabled = state != .lockedOut   // a @MainActor view, updated in order
 /// }
 /// func passcodeEntered(_ code: String) {
 ///   if code == expected { lockout.recordSuccess(); unlock() } else { lockout.recordFailure() }
@@ -21,11 +23,21 @@ import Dispatch
 /// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``: each failure
 ///   preempts the pending window end, and a lockout replaces it. A pending timer does not keep
 ///   the lockout alive; releasing it cancels the timer and no callback follows.
-/// - Callbacks: `onChange` runs on `callbackQueue`, or on a serial queue the lockout owns, once
+/// - Callbacks: `onChange` runs on the main actor with `callbackActor: MainActor.shared`, or on
+///   `callbackQueue`, or on a serial queue the lockout owns, once
 ///   per state change and in the order of the changes, never under a lock. A concurrent
 ///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
+/// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
+///   callbacks that its timers caused have run. A callback that a method call caused directly is
+///   only enqueued; a serial `callbackQueue` runs it before any later one.
 /// - Extras: escalating lockouts (``init(maxFailures:window:lockoutDurations:callbackQueue:onChange:)``)
 ///   and a ``Snapshot`` to save and restore across a relaunch.
+/// - Threat model: a user who wants to end a lockout early may relaunch the app, reboot the
+///   device or set its wall clock. A ``Snapshot`` records a ``MonotonicReference`` (boot session
+///   and uptime): restored in the same boot session, the time left is measured on the uptime,
+///   which the user cannot set; after a reboot, the lockout gets at least the time it had left
+///   at the snapshot. Setting the wall clock back cannot lengthen it beyond one full lockout.
+///   The lockout cannot defend a snapshot the user edits: store it where they cannot write.
 /// - Thread safety: every method may be called from any thread.
 public final class PasscodeLockout: Sendable {
   private let rules: LockBox<LockoutRules>
@@ -101,7 +113,7 @@ public final class PasscodeLockout: Sendable {
       timing: .clock(clock), callbackQueue: callbackQueue, onChange: onChange)
   }
 
-  private init(
+  init(
     rules: LockoutRules, timing: AdapterTiming, callbackQueue: DispatchQueue?,
     onChange: (@Sendable (State) -> Void)?
   ) {
@@ -119,8 +131,9 @@ public final class PasscodeLockout: Sendable {
   /// `maxFailures` locks out. While locked out, it counts nothing and returns `.lockedOut`.
   @discardableResult
   public func recordFailure() -> State {
-    rules.withLock { rules in
-      apply(rules.failure(at: timing.now()))
+    let reading = timing.now()
+    return rules.withLock { rules in
+      apply(rules.failure(at: rules.observe(reading)))
       return rules.state
     }
   }
@@ -139,20 +152,24 @@ public final class PasscodeLockout: Sendable {
 
   /// How long the current lockout still lasts; `nil` while open.
   public var remainingLockout: Duration? {
-    rules.withLock { rules in
-      rules.lockoutEnd.map { max($0 - timing.now(), .zero) }
+    let reading = timing.now()
+    return rules.withLock { rules in
+      let now = rules.observe(reading)
+      return rules.lockoutEnd.map { max($0 - now, .zero) }
     }
   }
 
-  /// Runs `body` on the rules under the lock, with the current instant of the time line.
+  /// Runs `body` on the rules under the lock, with the current instant of the time line (read
+  /// before the lock: the clock is the user's code).
   func withRules<Result>(_ body: (inout LockoutRules, Duration) -> Result) -> Result {
-    rules.withLock { rules in body(&rules, timing.now()) }
+    let reading = timing.now()
+    return rules.withLock { rules in body(&rules, rules.observe(reading)) }
   }
 
   /// Performs a transition's timer change and enqueues its report. Called under the lock, so
   /// that submissions and callbacks follow the order of the state changes; neither runs user
   /// code here.
-  func apply(_ transition: LockoutRules.Transition) {
+  func apply(_ transition: LockoutRules.Transition, tracking fired: FiredCallbacks? = nil) {
     switch transition.timer {
     case .keep:
       break
@@ -162,14 +179,16 @@ public final class PasscodeLockout: Sendable {
       timer.delay(for: after) { [weak self] in self?.timerFired(generation: generation) }
     }
     if let report = transition.report, let onChange {
-      callbacks.send { onChange(report) }
+      callbacks.send({ onChange(report) }, tracking: fired)
     }
   }
 
   private func timerFired(generation: UInt64) {
-    rules.withLock { rules in
-      let report = rules.timerFired(generation: generation)
-      apply(LockoutRules.Transition(report: report, timer: .keep))
+    timing.firing { fired in
+      rules.withLock { rules in
+        let report = rules.timerFired(generation: generation)
+        apply(LockoutRules.Transition(report: report, timer: .keep), tracking: fired)
+      }
     }
   }
 }

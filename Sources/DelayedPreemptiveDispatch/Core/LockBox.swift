@@ -18,7 +18,10 @@
 /// TSan understands `pthread_mutex_t`, and `os_unfair_lock` is the cheapest lock on Darwin.
 ///
 /// The closure passed to ``withLock(_:)`` must never call user code: the library only performs
-/// state transitions under it.
+/// state transitions under it. Clock readings are taken before the lock. One exception: an
+/// adapter submits to its timer queue under its own lock, to keep the submissions in the order
+/// of its decisions, and that submission reads the clock the adapter was given (its `now`, and
+/// `schedule` for a `SchedulingClock`). A clock must therefore not call back into the adapter.
 package final class LockBox<State>: @unchecked Sendable {
   // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
   // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that

@@ -34,7 +34,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// - Parameters:
   ///   - label: The label of the serial queue tasks run on.
   ///   - qos: The quality of service of that queue.
-  ///   - target: The queue it targets; `nil` targets the default global queue.
+  ///   - target: The queue it targets; `nil` targets the global concurrent queue of `qos`.
   ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
   ///   - task: The task to run; a `delay` with a task replaces it.
   public init(
@@ -42,7 +42,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     target: DispatchQueue? = nil, options: DelayOptions = DelayOptions(),
     task: (@Sendable () -> Void)? = nil
   ) {
-    let queue = DispatchQueue(label: label, qos: qos, target: target)
+    let queue = makeSerialQueue(label: label, qos: qos, target: target)
     core = DispatchCore(
       queue: queue, target: target, timer: DispatchTimeTimer(), options: options, work: task)
   }
@@ -54,14 +54,14 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     target: DispatchQueue? = nil, clock: C, options: DelayOptions = DelayOptions(),
     task: (@Sendable () -> Void)? = nil
   ) where C.Duration == Duration {
-    let queue = DispatchQueue(label: label, qos: qos, target: target)
+    let queue = makeSerialQueue(label: label, qos: qos, target: target)
     core = DispatchCore(
       queue: queue, target: target, timer: ClockTimer(clock: clock), options: options, work: task)
   }
 
   /// A queue on `timer`, for tests that fire its timer by hand.
   init(label: String, target: DispatchQueue?, timer: any BurstTimer, options: DelayOptions) {
-    let queue = DispatchQueue(label: label, target: target)
+    let queue = makeSerialQueue(label: label, qos: .unspecified, target: target)
     core = DispatchCore(queue: queue, target: target, timer: timer, options: options, work: nil)
   }
 

@@ -36,7 +36,6 @@ struct PasscodeLockoutTests {
     #expect(lockout.state == .open(failures: 1))
     await clock.advance(by: .milliseconds(1))
     #expect(lockout.state == .open(failures: 0))
-    await drain.drain()
     #expect(changes.all == [.open(failures: 1), .open(failures: 0)])
   }
 
@@ -72,7 +71,6 @@ struct PasscodeLockoutTests {
     await clock.advance(by: .milliseconds(1))
     #expect(lockout.state == .open(failures: 0))
     #expect(lockout.remainingLockout == nil)
-    await drain.drain()
     #expect(
       changes.all == [.open(failures: 1), .open(failures: 2), .lockedOut, .open(failures: 0)])
   }
@@ -118,7 +116,6 @@ struct PasscodeLockoutTests {
     #expect(lockout.state == .lockedOut)
     await clock.advance(by: .seconds(60))
     #expect(lockout.state == .open(failures: 0))
-    await drain.drain()
     #expect(changes.all == [.lockedOut, .open(failures: 0)])
   }
 

@@ -124,8 +124,10 @@ import Testing
     queue.delay(1)
     let waiters = DispatchGroup()
     let results = Recorder<DispatchTimeoutResult>()
-    for _ in 0..<8 {
-      DispatchQueue.global().async(group: waiters) {
+    // Each waiter blocks a thread of its own (a serial queue with no target), not one of the
+    // global pool's few threads that the queue's own work needs.
+    for index in 0..<8 {
+      DispatchQueue(label: "waiter \(index)").async(group: waiters) {
         results.append(queue.wait(timeout: .now() + 30))
       }
     }

@@ -120,12 +120,14 @@ import Testing
       }
       let context =
         "seed \(seed), step \(step) \(operation), options \(options), limit \(String(describing: limit))"
+      // Outcomes are final once known, so a wrong one is still there at the next check.
+      let checksOutcomes = step % 4 == 3 || step == operations - 1
       for index in models.indices {
         if (harness.runs[index] ?? []) != models[index].runs {
           return
             "key \(index) runs \(harness.runs[index] ?? []) != \(models[index].runs) after \(context)"
         }
-        if harness.outcomes(of: index) != models[index].outcomes {
+        if checksOutcomes, harness.outcomes(of: index) != models[index].outcomes {
           return
             "key \(index) outcomes \(harness.outcomes(of: index)) != \(models[index].outcomes) after \(context)"
         }
@@ -142,13 +144,16 @@ import Testing
     return nil
   }
 
-  @Test func keyedDriverMatchesPerKeyReferenceModelsOnRandomSequences() {
-    var failures: [String] = []
-    for seed in 0..<UInt64(TestScale.modelSequences) {
-      if let failure = Self.runSequence(seed: seed &* 6_007 &+ 3, operations: 40) {
-        failures.append(failure)
-        if failures.count >= 3 { break }
+  @Test func keyedDriverMatchesPerKeyReferenceModelsOnRandomSequences() async {
+    let failures = await offCooperativePool {
+      var failures: [String] = []
+      for seed in 0..<UInt64(TestScale.modelSequences) {
+        if let failure = Self.runSequence(seed: seed &* 6_007 &+ 3, operations: 40) {
+          failures.append(failure)
+          if failures.count >= 3 { break }
+        }
       }
+      return failures
     }
     #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
   }

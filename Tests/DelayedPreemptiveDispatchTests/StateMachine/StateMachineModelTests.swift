@@ -145,14 +145,16 @@ import Testing
     return nil
   }
 
-  @Test func machineMatchesReferenceModelOnRandomSequences() {
-    let sequences = TestScale.modelSequences
-    var failures: [String] = []
-    for seed in 0..<UInt64(sequences) {
-      if let failure = Self.runSequence(seed: seed &* 7_919 &+ 17, operations: 40) {
-        failures.append(failure)
-        if failures.count >= 3 { break }
+  @Test func machineMatchesReferenceModelOnRandomSequences() async {
+    let failures = await offCooperativePool {
+      var failures: [String] = []
+      for seed in 0..<UInt64(TestScale.modelSequences) {
+        if let failure = Self.runSequence(seed: seed &* 7_919 &+ 17, operations: 40) {
+          failures.append(failure)
+          if failures.count >= 3 { break }
+        }
       }
+      return failures
     }
     #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
   }

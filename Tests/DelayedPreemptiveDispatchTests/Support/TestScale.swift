@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
@@ -19,4 +21,16 @@ enum TestScale {
   static let actorCallsPerTask = isLong ? 100_000 : 1_000
   /// Repetitions of the ManualClock scenarios that must give identical traces.
   static let determinismRepetitions = isLong ? 1_000 : 20
+}
+
+/// Runs CPU-bound test work on a dispatch thread, so that it does not hold one of Swift
+/// concurrency's few cooperative threads (one per core) for seconds while other suites' tasks
+/// and timers wait for a thread; the real-time tests would then measure the starvation.
+func offCooperativePool<Result: Sendable>(
+  _ body: @escaping @Sendable () -> Result
+) async -> Result {
+  await withCheckedContinuation { continuation in
+    // A serial queue with no target gets a thread of its own, outside the global pool too.
+    DispatchQueue(label: "offCooperativePool").async { continuation.resume(returning: body()) }
+  }
 }

@@ -1,0 +1,113 @@
+import DelayedPreemptiveDispatchTesting
+import Dispatch
+import Testing
+
+@testable import DelayedPreemptiveDispatch
+
+/// Runs `advance` while another thread holds an adapter's lock, and runs `event` under that lock
+/// once the adapter's timer queue has ended its burst: the event lands exactly between the queue
+/// taking the firing and the adapter taking its lock, which is the race of issue 11 item 3, made
+/// deterministic.
+func raceEvent<State>(
+  _ lock: LockBox<State>, with timer: DelayedPreemptiveDispatchQueue,
+  advance: () async -> Void, event: @escaping @Sendable (inout State) -> Void
+) async {
+  #expect(timer.isPending, "the race needs a pending timer")
+  let holder = DispatchQueue(label: "AdapterMaxWaitTests.holder")
+  await withCheckedContinuation { (locked: CheckedContinuation<Void, Never>) in
+    holder.async {
+      lock.withLock { state in
+        locked.resume()
+        // The firing ends the timer's burst, then blocks on this lock inside the adapter.
+        while timer.isPending {}
+        event(&state)
+      }
+    }
+  }
+  await advance()
+  // The holder has released the lock: the firing it raced has been handled.
+  await withCheckedContinuation { continuation in holder.async { continuation.resume() } }
+}
+
+/// Issue 11 item 3: a batch or a pan settle lasts no longer than `maxWait`, however dense the
+/// events, even when an event races the firing that ends it.
+@Suite("Adapter maxWait")
+struct AdapterMaxWaitTests {
+  let clock = ManualClock()
+
+  @Test func loadRacingMaxWaitFiringStillEndsBatchAtMaxWait() async {
+    let batches = Recorder<Int>()
+    let signal = AllResourcesLoadedSignal(
+      quietPeriod: .milliseconds(3), maxWait: .milliseconds(5), clock: clock
+    ) { batches.append($0) }
+    for _ in 0..<4 {
+      signal.resourceDidLoad()
+      await clock.advance(by: .milliseconds(1))
+    }
+    signal.resourceDidLoad()
+    // At 5 ms the maxWait firing races a sixth load, which belongs to the first batch.
+    await raceEvent(signal.batch.state, with: signal.timer) {
+      await clock.advance(by: .milliseconds(1))
+    } event: { [signal] state in
+      signal.load(&state, reading: signal.timing.now())
+    }
+    #expect(batches.all == [6])
+    // A load every millisecond after that: each batch ends 5 ms after its first load.
+    for _ in 0..<20 {
+      await clock.advance(by: .milliseconds(1))
+      signal.resourceDidLoad()
+    }
+    #expect(batches.all == [6, 5, 5, 5])
+    #expect(signal.loadedCount == 5)
+  }
+
+  @Test func loadRacingQuietFiringKeepsBatchsOwnMaxWait() async {
+    let batches = Recorder<Int>()
+    let signal = AllResourcesLoadedSignal(
+      quietPeriod: .milliseconds(3), maxWait: .milliseconds(10), clock: clock
+    ) { batches.append($0) }
+    signal.resourceDidLoad()
+    await clock.advance(by: .milliseconds(1))
+    signal.resourceDidLoad()
+    await clock.advance(by: .milliseconds(2))
+    // At 4 ms the quiet period's firing races a load: the batch goes on, with its first
+    // load's maxWait (10 ms), not a fresh one from the racing load.
+    await raceEvent(signal.batch.state, with: signal.timer) {
+      await clock.advance(by: .milliseconds(1))
+    } event: { [signal] state in
+      signal.load(&state, reading: signal.timing.now())
+    }
+    #expect(batches.all.isEmpty)
+    for _ in 0..<10 {
+      await clock.advance(by: .milliseconds(1))
+      signal.resourceDidLoad()
+    }
+    // Loads at 0, 1, 4 and 5...9 ms are signalled at 10 ms; 10...14 ms open the next batch.
+    #expect(batches.all == [8])
+    #expect(signal.loadedCount == 5)
+  }
+
+  @Test func panEventRacingMaxWaitFiringStillSettlesAtMaxWait() async {
+    let settles = Recorder<Duration>()
+    let detector = PanSettleDetector(
+      settleDelay: .milliseconds(3), maxWait: .milliseconds(5), clock: clock
+    ) { [clock] in settles.append(clock.now.offset) }
+    detector.panDidBegin()
+    await clock.advance(by: .milliseconds(4))
+    // At 5 ms the maxWait firing races the pan's stop: the stop settles at once.
+    await raceEvent(detector.state, with: detector.timer) {
+      await clock.advance(by: .milliseconds(1))
+    } event: { [detector] state in
+      detector.stop(&state, reading: detector.timing.now())
+    }
+    #expect(settles.all == [.milliseconds(5)])
+    #expect(detector.isSettled)
+    // Short pans every millisecond after that settle every 5 ms.
+    for _ in 0..<12 {
+      await clock.advance(by: .milliseconds(1))
+      detector.panDidBegin()
+      detector.panDidStop()
+    }
+    #expect(settles.all == [.milliseconds(5), .milliseconds(11), .milliseconds(16)])
+  }
+}
