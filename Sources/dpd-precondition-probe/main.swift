@@ -18,6 +18,12 @@ let probes: [String: () -> Void] = [
   "lockout-window": { _ = PasscodeLockout(window: .zero) },
   "lockout-duration": { _ = PasscodeLockout(lockoutDuration: .seconds(-1)) },
   "lockout-escalation-empty": { _ = PasscodeLockout(lockoutDurations: []) },
+  "keyed-queue-max-concurrent": {
+    _ = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(maxConcurrentTasks: 0) { _, _ in }
+  },
+  "keyed-actor-max-concurrent": {
+    _ = KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>(maxConcurrentTasks: -1) { _, _ in }
+  },
   "wait-inside-task": {
     let queue = DelayedPreemptiveDispatchQueue(label: "probe")
     queue.delay(0) { queue.wait() }

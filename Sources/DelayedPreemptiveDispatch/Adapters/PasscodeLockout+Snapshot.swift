@@ -120,8 +120,9 @@ extension PasscodeLockout {
     return .uptime(.zero)
   }
 
+  /// `duration` in seconds; a division of durations, which, unlike `components`, never traps
+  /// for a duration beyond `Int64.max` seconds.
   private static func seconds(_ duration: Duration) -> Double {
-    let (seconds, attoseconds) = duration.components
-    return Double(seconds) + Double(attoseconds) * 1e-18
+    duration / .seconds(1)
   }
 }

@@ -227,8 +227,10 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     startWorkers(&effects)
   }
 
+  /// Starts a worker per ready run, up to the limit: workers that are busy running a batch
+  /// cannot take ready runs, and one that finds nothing left simply stops.
   private mutating func startWorkers(_ effects: inout KeyedEffects) {
-    let wanted = min(ready.count, workerLimit) - workers
+    let wanted = min(ready.count, workerLimit - workers)
     guard wanted > 0 else { return }
     workers += wanted
     effects.workers += wanted

@@ -8,6 +8,10 @@ import Dispatch
 /// firing together spawn hundreds of threads. A serial queue that targets a global queue shares
 /// that queue's pool, sized to the machine's cores.
 func makeSerialQueue(label: String, qos: DispatchQoS, target: DispatchQueue?) -> DispatchQueue {
-  let qosClass = qos.qosClass == .unspecified ? DispatchQoS.QoSClass.default : qos.qosClass
-  return DispatchQueue(label: label, qos: qos, target: target ?? .global(qos: qosClass))
+  DispatchQueue(label: label, qos: qos, target: target ?? globalQueue(qos: qos))
+}
+
+/// The global concurrent queue of `qos`; `.unspecified` is the default QoS's.
+func globalQueue(qos: DispatchQoS) -> DispatchQueue {
+  .global(qos: qos.qosClass == .unspecified ? .default : qos.qosClass)
 }

@@ -38,7 +38,7 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
         "KeyedDelayedPreemptiveDispatchQueue: maxConcurrentTasks must be at least 1, got "
           + "\(maxConcurrentTasks)")
     }
-    runQueue = target ?? DispatchQueue.global(qos: qos.qosClass)
+    runQueue = target ?? globalQueue(qos: qos)
     timerQueue = DispatchQueue(label: label, qos: qos, target: runQueue)
     self.timer = timer
     self.drainsOnFire = drainsOnFire

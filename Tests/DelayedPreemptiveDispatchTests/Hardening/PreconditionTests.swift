@@ -80,6 +80,14 @@ import Testing
     ("lockout-window", "PasscodeLockout: window must be positive, got 0.0 seconds"),
     ("lockout-duration", "PasscodeLockout: lockoutDuration must be positive, got -1.0 seconds"),
     ("lockout-escalation-empty", "PasscodeLockout: lockoutDurations must not be empty"),
+    (
+      "keyed-queue-max-concurrent",
+      "KeyedDelayedPreemptiveDispatchQueue: maxConcurrentTasks must be at least 1, got 0"
+    ),
+    (
+      "keyed-actor-max-concurrent",
+      "KeyedDelayedPreemptiveActor: maxConcurrentTasks must be at least 1, got -1"
+    ),
     ("wait-inside-task", "wait(timeout:) was called from a task of the same queue"),
     ("wait-main-target-on-main", "wait(timeout:) was called on the main queue for a queue whose"),
   ])

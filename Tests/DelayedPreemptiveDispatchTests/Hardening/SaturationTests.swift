@@ -1,5 +1,6 @@
 import DelayedPreemptiveDispatchTesting
 import Dispatch
+import Foundation
 import Testing
 
 @testable import DelayedPreemptiveDispatch
@@ -90,6 +91,8 @@ import Testing
     #expect(!pan.isSettled)
     #expect(lockout.state == .lockedOut)
     #expect((lockout.remainingLockout ?? .zero) > Self.century)
+    let snapshot = lockout.snapshot(now: Date(timeIntervalSinceReferenceDate: 0))
+    #expect((snapshot.lockedOutUntil?.timeIntervalSinceReferenceDate ?? 0) > 1e18)
   }
 
   @Test func manualClockAdvancedPastInt64MaxSecondsRunsNothingUntilFlushed() async {
