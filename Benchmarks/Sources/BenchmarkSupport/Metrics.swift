@@ -11,10 +11,13 @@ public enum Metrics {
   public static let overshootNanoseconds = BenchmarkMetric.custom("overshootNanoseconds")
   /// Memory: growth of the resident set while calls are pending.
   public static let residentGrowthBytes = BenchmarkMetric.custom("residentGrowthBytes")
+  /// Keyed, due at once: nanoseconds from the keys' shared deadline (or the end of arming, if
+  /// later) until every task has run.
+  public static let drainNanoseconds = BenchmarkMetric.custom("drainNanoseconds")
 
   /// Metrics exported as plain counts rather than scaled to K or M.
   private static let counts: [BenchmarkMetric] = [
-    calls, armNanoseconds, overshootNanoseconds, residentGrowthBytes,
+    calls, armNanoseconds, overshootNanoseconds, residentGrowthBytes, drainNanoseconds,
     .mallocCountTotal,
   ]
 
