@@ -9,6 +9,7 @@ struct DemoOptions: Equatable {
     case lockout
     case pan
     case resources
+    case reindex
   }
 
   var backend = Backend.gcd
@@ -17,25 +18,30 @@ struct DemoOptions: Equatable {
   var showHelp = false
 
   static let usage = """
-    dpd-demo: plays the three problems DelayedPreemptiveDispatch was made for, on real time,
-    and draws a timeline of each: every submission, its preemption or cancellation, the moment
-    the task fired, and the outcome of each submission.
+    dpd-demo: plays the three problems DelayedPreemptiveDispatch was made for, and a service
+    that debounces per key, on real time, and draws a timeline of each: every submission, its
+    preemption or cancellation, the moment the task fired, and the outcome of each submission.
 
-    USAGE: swift run dpd-demo [--backend gcd|actor] [--scenario lockout|pan|resources|all]
+    USAGE: swift run dpd-demo [--backend gcd|actor]
+                              [--scenario lockout|pan|resources|reindex|all]
                               [--seed N] [--help]
 
     OPTIONS:
       --backend gcd|actor   What runs the delayed tasks: the GCD queue
                             (DelayedPreemptiveDispatchQueue, the default) or the Swift
-                            concurrency actor (DelayedPreemptiveActor).
+                            concurrency actor (DelayedPreemptiveActor). The reindex
+                            scenario uses the keyed queue
+                            (KeyedDelayedPreemptiveDispatchQueue) with either backend.
       --scenario NAME       lockout:   wrong passcodes lead to a lockout, and it ends;
                             pan:       a burst of pan stops leads to one settle;
                             resources: resources arrive at random intervals, then "all loaded";
-                            all:       the three, one after another (the default, under 10 s).
+                            reindex:   four documents edited in overlapping bursts, each
+                                       reindexed once after its own quiet period;
+                            all:       the four, one after another (the default, about 10 s).
       --seed N              Seeds the random arrival times of the resources scenario.
       -h, --help            Shows this help.
 
-    Each scenario also feeds its events to the matching adapter (PasscodeLockout,
+    The first three scenarios also feed their events to the matching adapter (PasscodeLockout,
     PanSettleDetector, AllResourcesLoadedSignal), whose callbacks show on the "adapter" row.
     Colours are used only when standard output is a terminal and NO_COLOR is not set.
     """
@@ -67,7 +73,8 @@ struct DemoOptions: Equatable {
         } else if let scenario = Scenario(rawValue: text) {
           options.scenarios = [scenario]
         } else {
-          throw UsageError("unknown scenario '\(text)': use lockout, pan, resources or all")
+          throw UsageError(
+            "unknown scenario '\(text)': use lockout, pan, resources, reindex or all")
         }
       case "--seed":
         let text = try value()

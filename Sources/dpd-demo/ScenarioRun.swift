@@ -5,7 +5,11 @@ import Dispatch
 /// and records every submission's outcome on the ``Timeline``.
 final class ScenarioRun: Sendable {
   let timeline = Timeline()
-  let backend: any Backend
+  /// Says what runs the tasks, for the scenario's header.
+  let backendName: String
+  /// The single-burst backend that ``submit(_:delay:firing:task:)`` uses; `nil` when the
+  /// scenario submits to an instance of its own and reports with ``follow(_:_:preemptedBy:)``.
+  private let backend: (any Backend)?
   /// Where the adapter's callbacks run, so that the run can wait for them.
   let adapterQueue = DispatchQueue(label: "dpd-demo.adapter-callbacks")
   private let start = ContinuousClock.now
@@ -13,6 +17,13 @@ final class ScenarioRun: Sendable {
 
   init(backend: any Backend) {
     self.backend = backend
+    backendName = backend.name
+  }
+
+  /// A run whose scenario drives an instance of its own, named `backendName` in the header.
+  init(backendName: String) {
+    backend = nil
+    self.backendName = backendName
   }
 
   /// Sleeps until `offset` after the start of the scenario.
@@ -29,6 +40,9 @@ final class ScenarioRun: Sendable {
   func submit(
     _ label: String, delay: Duration, firing: String, task: @escaping @Sendable () -> Void
   ) async {
+    guard let backend else {
+      preconditionFailure("submit(_:delay:firing:task:) needs a run made with a backend")
+    }
     let id = timeline.submit(label, delay: delay)
     let runsOn = backend.runsOn
     timeline.log(.dispatch, "#\(id) submitted: delay(\(seconds(delay)))")
@@ -36,11 +50,17 @@ final class ScenarioRun: Sendable {
       timeline.log(.fired, "#\(id) fired \(runsOn): \(firing)")
       task()
     }
+    follow(id, ticket, preemptedBy: "#\(id + 1)")
+  }
+
+  /// Follows the outcome of submission `id` (numbered by ``Timeline/submit(_:delay:)``) onto the
+  /// timeline; `preemptedBy` names what replaces it, for the event log.
+  func follow(_ id: Int, _ ticket: DelayTicket, preemptedBy: String) {
     let follow = Task { [timeline] in
       let outcome = await ticket.outcome
       timeline.resolve(id, outcome)
       switch outcome {
-      case .preempted: timeline.log(.dispatch, "#\(id) preempted by #\(id + 1)")
+      case .preempted: timeline.log(.dispatch, "#\(id) preempted by \(preemptedBy)")
       case .cancelled: timeline.log(.dispatch, "#\(id) cancelled")
       case .executed: timeline.log(.dispatch, "#\(id) executed: its task has returned")
       }
@@ -49,6 +69,7 @@ final class ScenarioRun: Sendable {
   }
 
   func cancel(_ reason: String) async {
+    guard let backend else { preconditionFailure("cancel(_:) needs a run made with a backend") }
     timeline.log(.dispatch, "cancel(): \(reason)")
     await backend.cancel()
   }

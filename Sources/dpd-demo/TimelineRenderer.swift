@@ -34,11 +34,14 @@ struct TimelineRenderer {
         if case .fired = kind { return ("*", .green) }
         return nil
       })
-    lines.append(
-      markRow("adapter", events, span: span) { kind in
-        if case .adapter(let mark) = kind { return (mark, .cyan) }
-        return nil
-      })
+    let adapterMark: (Timeline.Event.Kind) -> (Character, Style.Paint?)? = { kind in
+      if case .adapter(let mark) = kind { return (mark, .cyan) }
+      return nil
+    }
+    // A scenario with no adapter (reindex) gets no adapter row.
+    if events.contains(where: { adapterMark($0.kind) != nil }) {
+      lines.append(markRow("adapter", events, span: span, mark: adapterMark))
+    }
     lines.append("")
     lines.append(style.bold("events"))
     for event in events {

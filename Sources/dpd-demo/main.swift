@@ -36,10 +36,13 @@ for (index, scenario) in options.scenarios.enumerated() {
   case .resources:
     (title, rules) = (ResourcesScenario.title, ResourcesScenario.rules + ", seed \(seed)")
     run = await ResourcesScenario.play(on: options.backend, seed: seed)
+  case .reindex:
+    (title, rules) = (ReindexScenario.title, ReindexScenario.rules)
+    run = await ReindexScenario.play(on: options.backend)
   }
   let heading = "== \(index + 1)/\(options.scenarios.count) \(title) "
   print(style.bold(heading + String(repeating: "=", count: max(0, 78 - heading.count))))
-  print("ran by: " + style.bold(run.backend.name))
+  print("ran by: " + style.bold(run.backendName))
   print("rules:  " + rules)
   print("")
   for line in renderer.render(run.timeline) { print(line) }

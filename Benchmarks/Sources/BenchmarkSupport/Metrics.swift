@@ -13,10 +13,14 @@ public enum Metrics {
   public static let residentGrowthBytes = BenchmarkMetric.custom("residentGrowthBytes")
   /// Threads: distinct threads the tasks of one iteration ran on.
   public static let threadsUsed = BenchmarkMetric.custom("threadsUsed")
+  /// Keyed, due at once: nanoseconds from the keys' shared deadline (or the end of arming, if
+  /// later) until every task has run.
+  public static let drainNanoseconds = BenchmarkMetric.custom("drainNanoseconds")
 
   /// Metrics exported as plain counts rather than scaled to K or M.
   private static let counts: [BenchmarkMetric] = [
     calls, armNanoseconds, overshootNanoseconds, residentGrowthBytes, threadsUsed,
+    drainNanoseconds,
     .mallocCountTotal,
   ]
 

@@ -4,6 +4,7 @@ import Dispatch
 // A driver for profilers and for checking a workload outside the harness:
 //   ProfileDriver storm queue|lower-bound|seed-style|work-item [calls]
 //   ProfileDriver fan-out queue|actor|debounce|task-per-call [instances]
+//   ProfileDriver keyed-arm|keyed-resubmit|keyed-due keyed-queue|lower-bound|... [keys]
 // e.g. valgrind --tool=callgrind .build/release/ProfileDriver storm queue 100000
 
 let arguments = CommandLine.arguments
@@ -48,9 +49,14 @@ func fanOutAsync<D: AsyncDebouncer>(_: D.Type) async {
   }
 }
 
-switch (workload, contender.driver) {
-case ("fan-out", .sync(let type)): for _ in 0..<6 { await fanOutSync(type) }
-case ("fan-out", .async(let type)): for _ in 0..<6 { await fanOutAsync(type) }
-case (_, .sync(let type)): storm(type)
-case (_, .async): print("storm drives synchronous contenders only")
+if workload.hasPrefix("keyed-") {
+  let keyed = KeyedContender(rawValue: arguments.count > 2 ? arguments[2] : "") ?? .keyedQueue
+  keyedWorkload(workload, keyed, keys: count)
+} else {
+  switch (workload, contender.driver) {
+  case ("fan-out", .sync(let type)): for _ in 0..<6 { await fanOutSync(type) }
+  case ("fan-out", .async(let type)): for _ in 0..<6 { await fanOutAsync(type) }
+  case (_, .sync(let type)): storm(type)
+  case (_, .async): print("storm drives synchronous contenders only")
+  }
 }

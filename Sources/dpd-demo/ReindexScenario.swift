@@ -1,0 +1,62 @@
+import DelayedPreemptiveDispatch
+
+/// A handful of documents edited in overlapping bursts: one keyed queue, keyed by document,
+/// reindexes each document once, a quiet period after its own last edit, with the revision of
+/// that last edit. Document C is edited again after its first reindex, and so is reindexed twice.
+enum ReindexScenario {
+  static let title = "Reindex per document"
+  static let quietPeriod = Duration.milliseconds(500)
+  static let maxConcurrentTasks = 2
+  static let rules =
+    "reindex each document \(seconds(quietPeriod)) after its own last edit,"
+    + " at most \(maxConcurrentTasks) at once"
+
+  /// When each document is edited, in milliseconds from the start.
+  static let script: [(milliseconds: Int, document: Character)] = [
+    (0, "A"), (100, "B"), (150, "A"), (250, "C"), (300, "A"), (400, "B"), (500, "D"),
+    (600, "D"), (700, "B"), (900, "D"), (1000, "C"), (1100, "D"), (1300, "C"),
+  ]
+
+  /// The value of a submission: what the reindex needs, and which submission it came from.
+  struct Edit: Sendable {
+    var revision: Int
+    var submission: Int
+  }
+
+  static func play(on backend: DemoOptions.Backend) async -> ScenarioRun {
+    let label = "dpd-demo.reindex"
+    var name = "keyed GCD queue (KeyedDelayedPreemptiveDispatchQueue<Character, Edit> \"\(label)\")"
+    if backend == .actor { name += "; the keyed actor is not in this build, so the queue plays" }
+    let run = ScenarioRun(backendName: name)
+    let reindex = KeyedDelayedPreemptiveDispatchQueue<Character, Edit>(
+      label: label, maxConcurrentTasks: maxConcurrentTasks
+    ) { document, edit in
+      run.timeline.log(
+        .fired,
+        "#\(edit.submission) fired on the target queue: reindex document \(document)"
+          + " at revision \(edit.revision)")
+    }
+    var revisions: [Character: Int] = [:]
+    for (index, (milliseconds, document)) in script.enumerated() {
+      await run.at(.milliseconds(milliseconds))
+      let revision = revisions[document, default: 0] + 1
+      revisions[document] = revision
+      run.input("document \(document) edited (revision \(revision))")
+      let id = run.timeline.submit("\(document) edit \(revision)", delay: quietPeriod)
+      run.timeline.log(
+        .dispatch, "#\(id) submitted: delay(\"\(document)\", \(seconds(quietPeriod)))")
+      let ticket = reindex.delay(
+        document, for: quietPeriod, value: Edit(revision: revision, submission: id))
+      run.follow(id, ticket, preemptedBy: nextEdit(of: document, after: index))
+    }
+    await run.finish { true }
+    withExtendedLifetime(reindex) {}  // a released keyed queue cancels what is pending
+    return run
+  }
+
+  /// Names the submission that preempts the edit at `index`, for the event log.
+  private static func nextEdit(of document: Character, after index: Int) -> String {
+    let later = script.indices.dropFirst(index + 1).first { script[$0].document == document }
+    return later.map { "#\($0 + 1), the next edit of \(document)" } ?? "a later edit"
+  }
+}
