@@ -25,16 +25,27 @@ enum ReindexScenario {
 
   static func play(on backend: DemoOptions.Backend) async -> ScenarioRun {
     let label = "dpd-demo.reindex"
-    var name = "keyed GCD queue (KeyedDelayedPreemptiveDispatchQueue<Character, Edit> \"\(label)\")"
-    if backend == .actor { name += "; the keyed actor is not in this build, so the queue plays" }
-    let run = ScenarioRun(backendName: name)
-    let reindex = KeyedDelayedPreemptiveDispatchQueue<Character, Edit>(
-      label: label, maxConcurrentTasks: maxConcurrentTasks
-    ) { document, edit in
-      run.timeline.log(
-        .fired,
-        "#\(edit.submission) fired on the target queue: reindex document \(document)"
-          + " at revision \(edit.revision)")
+    let run: ScenarioRun
+    let submit: @Sendable (Character, Edit) async -> DelayTicket
+    let keepAlive: AnyObject
+    switch backend {
+    case .gcd:
+      run = ScenarioRun(
+        backendName:
+          "keyed GCD queue (KeyedDelayedPreemptiveDispatchQueue<Character, Edit> \"\(label)\")")
+      let reindex = KeyedDelayedPreemptiveDispatchQueue<Character, Edit>(
+        label: label, maxConcurrentTasks: maxConcurrentTasks
+      ) { document, edit in reindexed(document, edit, run, on: "the target queue") }
+      submit = { document, edit in reindex.delay(document, for: quietPeriod, value: edit) }
+      keepAlive = reindex
+    case .actor:
+      run = ScenarioRun(
+        backendName: "keyed actor (KeyedDelayedPreemptiveActor<Character, Edit, ContinuousClock>)")
+      let reindex = KeyedDelayedPreemptiveActor<Character, Edit, ContinuousClock>(
+        maxConcurrentTasks: maxConcurrentTasks
+      ) { document, edit in reindexed(document, edit, run, on: "a task off the actor") }
+      submit = { document, edit in await reindex.delay(document, for: quietPeriod, value: edit) }
+      keepAlive = reindex
     }
     var revisions: [Character: Int] = [:]
     for (index, (milliseconds, document)) in script.enumerated() {
@@ -45,13 +56,21 @@ enum ReindexScenario {
       let id = run.timeline.submit("\(document) edit \(revision)", delay: quietPeriod)
       run.timeline.log(
         .dispatch, "#\(id) submitted: delay(\"\(document)\", \(seconds(quietPeriod)))")
-      let ticket = reindex.delay(
-        document, for: quietPeriod, value: Edit(revision: revision, submission: id))
+      let ticket = await submit(document, Edit(revision: revision, submission: id))
       run.follow(id, ticket, preemptedBy: nextEdit(of: document, after: index))
     }
     await run.finish { true }
-    withExtendedLifetime(reindex) {}  // a released keyed queue cancels what is pending
+    withExtendedLifetime(keepAlive) {}  // a released keyed instance cancels what is pending
     return run
+  }
+
+  private static func reindexed(
+    _ document: Character, _ edit: Edit, _ run: ScenarioRun, on place: String
+  ) {
+    run.timeline.log(
+      .fired,
+      "#\(edit.submission) fired on \(place): reindex document \(document)"
+        + " at revision \(edit.revision)")
   }
 
   /// Names the submission that preempts the edit at `index`, for the event log.
