@@ -24,10 +24,13 @@ let package = Package(
       name: "dpd-precondition-probe",
       dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
+    // Reads the live heap (malloc's bytes in use) for the tests that check memory comes back.
+    .target(name: "DPDHeapStatistics"),
     .testTarget(
       name: "DelayedPreemptiveDispatchTests",
       dependencies: [
         "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "dpd-precondition-probe",
+        "DPDHeapStatistics",
       ]
     ),
     // Imports only the testing module, as the README's "Testing without sleeping" does.

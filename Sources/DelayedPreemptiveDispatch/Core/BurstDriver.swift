@@ -172,10 +172,11 @@ struct RunQueue<Element> {
     let element = elements[head].take()
     head += 1
     if head == elements.count {
-      elements.removeAll(keepingCapacity: elements.count <= 64)
+      // Drained: keep a small buffer for reuse, give a large one back.
+      elements.removeAll(keepingCapacity: elements.capacity <= 64)
       head = 0
     } else if head >= 64, head * 2 >= elements.count {
-      elements.removeFirst(head)
+      elements = Array(elements[head...])
       head = 0
     }
     return element

@@ -173,6 +173,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         endBurst(of: entry.key, &effects)
       }
     }
+    if heap.count == 0 { heap = TimerHeap() }
     armEarliest(&effects)
     return effects
   }
@@ -245,11 +246,20 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     effects.becameIdle = outstanding == 0
   }
 
-  /// Drops an idle key's state; its timer, if still in the heap, becomes a stale entry.
+  /// Drops an idle key's state; its timer, if still in the heap, becomes a stale entry. Once no
+  /// key holds state, the storage goes too: a dictionary keeps its capacity when emptied, and a
+  /// million keys that have all fired must not keep their tables.
   private mutating func drop(_ key: Key) {
     guard let state = keys.removeValue(forKey: key) else { return }
     if state.slot.machine.liveTimer != nil { staleEntries += 1 }
-    if staleEntries > 1_024, staleEntries * 2 > heap.count { compactHeap() }
+    if keys.isEmpty {
+      // With no key left, every heap entry is stale.
+      if keys.capacity > 64 { keys = [:] }
+      heap = TimerHeap()
+      staleEntries = 0
+    } else if staleEntries > 1_024, staleEntries * 2 > heap.count {
+      compactHeap()
+    }
   }
 
   private mutating func compactHeap() {
