@@ -32,10 +32,12 @@ import Testing
     queue.flushAll()
     queue.wait()
     let (growth, left) = await Self.measure {
-      for key in 0..<Self.keyCount { queue.delay(key, for: .seconds(60)) }
+      await offCooperativePool {
+        for key in 0..<Self.keyCount { queue.delay(key, for: .seconds(60)) }
+      }
     } then: {
       queue.flushAll()
-      queue.wait()
+      await offCooperativePool { _ = queue.wait() }
     }
     #expect(ran.withLock { $0 } == Self.keyCount + 1)
     #expect(queue.footprint == (0, 0))
