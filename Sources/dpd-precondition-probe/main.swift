@@ -24,6 +24,16 @@ let probes: [String: () -> Void] = [
   "keyed-actor-max-concurrent": {
     _ = KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>(maxConcurrentTasks: -1) { _, _ in }
   },
+  "keyed-wait-inside-task": {
+    let keyed = LockBox<KeyedDelayedPreemptiveDispatchQueue<Int, Void>?>(nil)
+    keyed.withLock {
+      $0 = KeyedDelayedPreemptiveDispatchQueue<Int, Void> { _, _ in
+        keyed.withLock { $0 }?.wait()
+      }
+    }
+    keyed.withLock { $0 }?.delay(1, 0)
+    keyed.withLock { $0 }?.wait()
+  },
   "wait-inside-task": {
     let queue = DelayedPreemptiveDispatchQueue(label: "probe")
     queue.delay(0) { queue.wait() }

@@ -137,10 +137,11 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
 
   /// Blocks until no key has a pending burst and no task is running, or until `timeout`.
   ///
-  /// - Precondition: not called from the instance's own tasks, where it would wait for itself.
+  /// - Precondition: not called from the instance's own tasks, where it would wait for itself;
+  ///   that stops with a message that says so.
   @discardableResult
   public func wait(timeout: DispatchTime = .distantFuture) -> DispatchTimeoutResult {
-    core.group.wait(timeout: timeout)
+    core.wait(timeout: timeout)
   }
 
   /// Keys that hold state, and entries in the timer heap; for tests.

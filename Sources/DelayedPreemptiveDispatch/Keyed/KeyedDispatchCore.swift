@@ -1,5 +1,11 @@
 import Dispatch
 
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#endif
+
 /// The working part of a ``KeyedDelayedPreemptiveDispatchQueue``: a ``KeyedBurstDriver`` under a
 /// lock, the one timer (its deliveries only decide, on a small serial queue), and worker blocks
 /// on the target that run due tasks in batches.
@@ -59,6 +65,16 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     return ticket
   }
 
+  /// Blocks until idle or `timeout`; stops with a message when called from one of this
+  /// instance's own tasks, which would wait for itself.
+  func wait(timeout: DispatchTime) -> DispatchTimeoutResult {
+    requireArgument(
+      !WorkerThread.isRunning(self),
+      "wait(timeout:) was called from a task of the same keyed queue, which would wait for "
+        + "itself; call it from outside the queue")
+    return group.wait(timeout: timeout)
+  }
+
   func cancel(_ key: Key) { perform(state.withLock { $0.driver.cancel(key) }) }
   func cancelAll() { perform(state.withLock { $0.driver.cancelAll() }) }
   func flush(_ key: Key) { perform(state.withLock { $0.driver.flush(key) }) }
@@ -90,11 +106,13 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       perform(effects)
       guard !runs.isEmpty else { return }
       finished.removeAll(keepingCapacity: true)
+      WorkerThread.mark(self)
       for (key, run) in runs {
         task(key, run.work)
         run.resolve()
         finished.append(key)
       }
+      WorkerThread.mark(nil)
     }
   }
 
@@ -126,6 +144,25 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   }
 
   func synchronize(_ record: BurstRecord) async {}
+}
+
+/// Which keyed core's tasks the current thread is running, in a thread-local slot.
+enum WorkerThread {
+  private static let slot: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key, nil)
+    precondition(status == 0, "pthread_key_create failed with \(status)")
+    return key
+  }()
+
+  static func mark(_ core: AnyObject?) {
+    pthread_setspecific(
+      slot, core.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
+  }
+
+  static func isRunning(_ core: AnyObject) -> Bool {
+    pthread_getspecific(slot) == UnsafeMutableRawPointer(Unmanaged.passUnretained(core).toOpaque())
+  }
 }
 
 extension Array {

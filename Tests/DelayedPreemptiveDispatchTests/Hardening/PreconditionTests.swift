@@ -88,6 +88,7 @@ import Testing
       "keyed-actor-max-concurrent",
       "KeyedDelayedPreemptiveActor: maxConcurrentTasks must be at least 1, got -1"
     ),
+    ("keyed-wait-inside-task", "wait(timeout:) was called from a task of the same keyed queue"),
     ("wait-inside-task", "wait(timeout:) was called from a task of the same queue"),
     ("wait-main-target-on-main", "wait(timeout:) was called on the main queue for a queue whose"),
   ])
