@@ -28,8 +28,9 @@ opening fence. GitHub and DocC render neither the comment nor anything else diff
 such exceptions rare: a `Package.swift` excerpt, or an example that needs a package this one does
 not depend on (swift-service-lifecycle).
 
-Options: `--keep-going` is implied (all snippets are compiled in one build); `-v` prints the full
-build log even on success.
+All snippets are compiled in one build, so one run reports every broken snippet. `-v` prints
+the build log on success too. A cold run builds the library once more inside `.build-snippets/`
+(10 to 30 s on 2 cores); a warm run recompiles only the snippets that changed.
 """
 
 from __future__ import annotations
@@ -203,7 +204,9 @@ def main() -> int:
         print(f"All {len(snippets)} snippets compile.")
         return 0
 
-    print(log, file=sys.stderr)
+    # The log without its progress lines ("[12/47] Compiling ..."): the diagnostics remain.
+    progress = re.compile(r"^\[\d+/\d+\] ")
+    print("\n".join(line for line in log.splitlines() if not progress.match(line)), file=sys.stderr)
     broken = sorted({tuple(line.split(":", 2)[:2]) for line in errors}, key=lambda p: (p[0], int(p[1])))
     print("error: Swift snippets that do not compile:", file=sys.stderr)
     for file, line in broken:

@@ -26,12 +26,19 @@ final class Counter: Sendable {
   func reset() { count.set(0) }
   var value: Int { count.get() }
 }
-final class LockedInt: @unchecked Sendable {  // Stub only: NSLock guards `value`.
+/// Sound as `@unchecked Sendable`: `value` is only touched with `lock` held. (A stub for the
+/// snippets; the library itself uses its own lock box.)
+final class LockedInt: @unchecked Sendable {
   private let lock = NSLock()
   private var value = 0
-  func add(_ delta: Int) { lock.withLock { value += delta } }
-  func set(_ newValue: Int) { lock.withLock { value = newValue } }
-  func get() -> Int { lock.withLock { value } }
+  func add(_ delta: Int) { locked { value += delta } }
+  func set(_ newValue: Int) { locked { value = newValue } }
+  func get() -> Int { locked { value } }
+  private func locked<T>(_ body: () -> T) -> T {
+    lock.lock()
+    defer { lock.unlock() }
+    return body()
+  }
 }
 let counter = Counter()
 let failures = Counter()
