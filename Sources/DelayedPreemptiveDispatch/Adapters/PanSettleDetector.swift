@@ -7,7 +7,7 @@ import Dispatch
 /// let settle = PanSettleDetector(settleDelay: .milliseconds(250), callbackActor: MainActor.shared) {
 ///   map.loadTilesForVisibleRegion()   // a @MainActor method
 /// }
-/// func panGestureChanged(_ gesture: UIPanGestureRecognizer) {
+/// @MainActor func panGestureChanged(_ gesture: UIPanGestureRecognizer) {   // UIKit calls it there
 ///   switch gesture.state {
 ///   case .began: settle.panDidBegin()
 ///   case .ended, .cancelled, .failed: settle.panDidStop()
