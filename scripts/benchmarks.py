@@ -256,7 +256,7 @@ def tickets_table(results):
 
 
 def targets(results):
-    """(target, measured, holds) for each target of the issue."""
+    """(target, measured, holds) for each speed and memory target."""
     checks = []
     queue = results.per_call("storm-1-thread", "queue", "wallClock")
     bound = results.per_call("storm-1-thread", "lower-bound", "wallClock")
@@ -297,7 +297,7 @@ def targets(results):
 
 
 def keyed_targets(results):
-    """(target, measured, verdict) rows for the keyed targets of issue 8."""
+    """(target, measured, verdict) rows for the keyed targets."""
     arm = results.per_call("keyed-arm", "keyed-queue", "armNanoseconds")
     arm_bound = results.per_call("keyed-arm", "lower-bound", "armNanoseconds")
     arm_queues = results.per_call("keyed-arm", "queue-dictionary", "armNanoseconds")

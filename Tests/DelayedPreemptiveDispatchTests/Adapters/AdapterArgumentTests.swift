@@ -1,6 +1,6 @@
 import Testing
 
-/// Issue 10 item 7: one rule for the three adapters. A quiet period, settle delay or window that
+/// One rule for the three adapters. A quiet period, settle delay or window that
 /// is zero or negative, and a `maxWait` that is zero or negative, are programmer errors that
 /// stop with a message naming the parameter, as `PasscodeLockout`'s `window` always did.
 @Suite struct AdapterArgumentTests {

@@ -3,7 +3,7 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// Issue 10 item 3: `ManualClock.advance(by:)` returns after the callbacks its timers caused have
+/// `ManualClock.advance(by:)` returns after the callbacks its timers caused have
 /// run. Each test is written as a user would: the adapter's own callback queue, no drain, the
 /// check right after `advance` returns; and repeated, since the race it guards against lost a
 /// callback in a few runs out of a hundred. Each callback does a little work, as a view model's

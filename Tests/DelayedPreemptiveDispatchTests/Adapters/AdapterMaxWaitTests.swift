@@ -6,7 +6,7 @@ import Testing
 
 /// Runs `advance` while another thread holds an adapter's lock, and runs `event` under that lock
 /// once the adapter's timer queue has ended its burst: the event lands exactly between the queue
-/// taking the firing and the adapter taking its lock, which is the race of issue 11 item 3, made
+/// taking the firing and the adapter taking its lock, which is the race that pushed a batch past `maxWait`, made
 /// deterministic.
 func raceEvent<State>(
   _ lock: LockBox<State>, with timer: DelayedPreemptiveDispatchQueue,
@@ -29,7 +29,7 @@ func raceEvent<State>(
   await withCheckedContinuation { continuation in holder.async { continuation.resume() } }
 }
 
-/// Issue 11 item 3: a batch or a pan settle lasts no longer than `maxWait`, however dense the
+/// A batch or a pan settle lasts no longer than `maxWait`, however dense the
 /// events, even when an event races the firing that ends it.
 @Suite("Adapter maxWait")
 struct AdapterMaxWaitTests {

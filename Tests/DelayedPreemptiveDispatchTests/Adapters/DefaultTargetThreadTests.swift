@@ -11,7 +11,7 @@ import Testing
   import Musl
 #endif
 
-/// Issue 10 item 1: with the default `target: nil`, instances share the global queue's pool of
+/// With the default `target: nil`, instances share the global queue's pool of
 /// threads instead of each getting an overcommit thread.
 ///
 /// Each test makes 10,000 instances fire at once; every task notes how many threads the process

@@ -27,7 +27,7 @@ let mainQueueMark: DispatchSpecificKey<Bool> = {
   return key
 }()
 
-/// Issue 10 item 4: each adapter takes a `@MainActor` callback, delivered on the main actor in
+/// Each adapter takes a `@MainActor` callback, delivered on the main actor in
 /// order.
 @Suite("Main-actor callbacks")
 @MainActor

@@ -5,7 +5,7 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// Durations too large for `Int64` seconds (issue 11, item 5) saturate to "never, unless
+/// Durations too large for `Int64` seconds saturate to "never, unless
 /// flushed" everywhere a `Duration` enters the library, instead of trapping in
 /// `Duration.components`.
 @Suite struct SaturationTests {
