@@ -47,6 +47,10 @@ import Testing
       if let queue { queue.flush(key) } else { await actor!.flush(key) }
     }
 
+    func cancelAll() async {
+      if let queue { queue.cancelAll() } else { await actor!.cancelAll() }
+    }
+
     func flushAllAndWait() async {
       if let queue {
         queue.flushAll()
@@ -137,6 +141,21 @@ import Testing
     #expect(log.count == 100)
     #expect(Set(log.all).count == 100)
     #expect(await keyed.pendingCount() == 0)
+  }
+
+  @Test(arguments: Shell.allCases)
+  func cancelAllCancelsEveryPendingKeyAndALaterDelayStartsFresh(shell: Shell) async {
+    let keyed = makeKeyed(shell)
+    var tickets: [DelayTicket] = []
+    for key in 0..<20 { tickets.append(await keyed.delay(key, 100, "old")) }
+    await keyed.cancelAll()
+    #expect(await keyed.pendingCount() == 0)
+    for ticket in tickets { #expect(await ticket.outcome == .cancelled) }
+    let fresh = await keyed.delay(3, 50, "new")
+    await clock.advance(by: .milliseconds(100))
+    #expect(log.all == ["3=new"])
+    #expect(await fresh.outcome == .executed)
+    #expect(await keyed.footprint() == (0, 0))
   }
 
   @Test(arguments: Shell.allCases)
