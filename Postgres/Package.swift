@@ -29,6 +29,7 @@ let package = Package(
       name: "dpd-postgres-worker",
       dependencies: [
         "DelayedPreemptiveDispatchPostgres",
+        .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ]
     ),
@@ -37,6 +38,7 @@ let package = Package(
       name: "dpd-postgres-bench",
       dependencies: [
         "DelayedPreemptiveDispatchPostgres",
+        .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ]
     ),

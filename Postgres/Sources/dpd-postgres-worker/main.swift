@@ -11,7 +11,9 @@
 //   --handler-ms N        how long each handler takes (default: 0)
 //   --record              record each run's start and end in table dpd_test_runs
 //   --quiet               print nothing per run
+//   --leading             ask for options.leading (unsupported: stops with a precondition message)
 // It prints "ready" on stdout once the schema is migrated and the worker runs.
+import DelayedPreemptiveDispatch
 import DelayedPreemptiveDispatchPostgres
 import Dispatch
 import Foundation
@@ -29,7 +31,7 @@ let clientRun = Task { await client.run() }
 
 let queue = PostgresDelayedPreemptiveQueue<String>(
   client: client, configuration: configuration, name: settings.name,
-  lease: .milliseconds(settings.leaseMilliseconds))
+  options: DelayOptions(leading: settings.leading), lease: .milliseconds(settings.leaseMilliseconds))
 let recorder = RunRecorder(client: client, worker: "\(getpid())")
 let work = Task {
   try await queue.migrate()
