@@ -32,7 +32,7 @@ let clientRun = Task { await client.run() }
 let queue = PostgresDelayedPreemptiveQueue<String>(
   client: client, configuration: configuration, name: settings.name,
   options: DelayOptions(leading: settings.leading), lease: .milliseconds(settings.leaseMilliseconds))
-let recorder = RunRecorder(client: client, worker: "\(getpid())")
+let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
 let work = Task {
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
