@@ -123,33 +123,39 @@ struct ClaimedBurst: Sendable {
   var attempts: Int
 }
 
-/// The end of a successful run: deletes the row when no submission arrived since the claim,
-/// otherwise releases it as the waiting burst that those submissions started (P3).
+/// The end of successful runs, in one batch: deletes each row whose generation did not move
+/// since its claim, and releases the others as the waiting bursts that their submissions
+/// started (P3). A claim that was taken over (expired lease) matches nothing.
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = Int
 
   static let sql = """
-    WITH finished AS (
-      DELETE FROM dpd_bursts
-      WHERE name = $1 AND key = $2 AND claim = $3 AND generation = claimed_generation
-      RETURNING key
+    WITH done AS (
+      SELECT * FROM unnest($2::text[], $3::uuid[]) AS d(key, claim)
+    ), finished AS (
+      DELETE FROM dpd_bursts AS b USING done
+      WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
+        AND b.generation = b.claimed_generation
+      RETURNING b.key
     )
-    UPDATE dpd_bursts SET claim = NULL, owner = NULL, claimed_generation = NULL, attempts = 0,
-      due_at = deadline
-    WHERE name = $1 AND key = $2 AND claim = $3 AND NOT EXISTS (SELECT 1 FROM finished)
+    UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+      attempts = 0, due_at = b.deadline
+    FROM done
+    WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
+      AND b.key NOT IN (SELECT key FROM finished)
     RETURNING 1
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid]
+  static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .uuidArray]
 
   var name: String
-  var key: String
-  var claim: UUID
+  var keys: [String]
+  var claims: [UUID]
 
   func makeBindings() -> PostgresBindings {
     var bindings = PostgresBindings(capacity: 3)
     bindings.append(name)
-    bindings.append(key)
-    bindings.append(claim)
+    bindings.append(keys)
+    bindings.append(claims)
     return bindings
   }
 

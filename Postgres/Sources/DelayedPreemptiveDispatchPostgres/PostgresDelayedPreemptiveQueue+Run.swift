@@ -50,8 +50,9 @@ extension PostgresDelayedPreemptiveQueue {
     _ = try await database { try await client.rows(statement) }
   }
 
-  func succeeded(_ burst: ClaimedBurst) async throws {
-    let statement = SucceededStatement(name: name, key: burst.key, claim: burst.claim)
+  func succeeded(_ bursts: [ClaimedBurst]) async throws {
+    let statement = SucceededStatement(
+      name: name, keys: bursts.map(\.key), claims: bursts.map(\.claim))
     _ = try await database { try await client.rows(statement) }
   }
 

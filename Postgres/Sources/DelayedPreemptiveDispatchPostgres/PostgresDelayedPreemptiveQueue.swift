@@ -26,11 +26,15 @@ import PostgresNIO
 /// complete.
 public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendable {
   let client: PostgresClient
-  let name: String
-  let options: DelayOptions
-  let lease: Duration
-  let maxAttempts: Int
   let endpoint: Endpoint
+  /// The queue's name: its rows in `dpd_bursts` are those with this `name`.
+  public let name: String
+  /// The options given at `init`.
+  public let options: DelayOptions
+  /// How long a claimed burst stays claimed without a renewal.
+  public let lease: Duration
+  /// How many times a burst's handler may throw before the burst is kept in ``failures()``.
+  public let maxAttempts: Int
 
   /// The first retry waits this long; each further one twice as long as the one before, up to
   /// five minutes. Default: one second.

@@ -10,6 +10,18 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   let concurrency: Int
   let handler: @Sendable (String, Value) async throws -> Void
   let owner: String
+  let completions: CompletionBatcher<Value>
+
+  init(
+    queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
+    handler: @escaping @Sendable (String, Value) async throws -> Void, owner: String
+  ) {
+    self.queue = queue
+    self.concurrency = concurrency
+    self.handler = handler
+    self.owner = owner
+    self.completions = CompletionBatcher(queue: queue)
+  }
 
   private enum Event: Sendable {
     case finished(UUID)
@@ -61,11 +73,14 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 
   /// Claims what the free slots allow and starts a job for each. Returns how long to sleep
   /// before looking again, or nil when it should look again as soon as a job finishes.
+  ///
+  /// While jobs run, it waits until a quarter of the slots are free, so that a busy worker
+  /// claims in batches rather than one row per finished job.
   private func claimAndStart(running: inout Set<UUID>, group: inout TaskGroup<Event>)
     async throws -> Duration?
   {
     let free = concurrency - running.count
-    guard free > 0 else { return nil }
+    guard free > 0, running.isEmpty || free >= max(1, concurrency / 4) else { return nil }
     let claimed = try await uncancelled { try await queue.claim(limit: free, owner: owner) }
     for burst in claimed {
       running.insert(burst.claim)
@@ -120,7 +135,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     for attempt in 0..<5 {
       do {
         switch outcome {
-        case .success: try await queue.succeeded(burst)
+        case .success: try await completions.succeeded(burst)
         case .failure(let error): try await queue.failed(burst, error: error)
         }
         return
