@@ -63,7 +63,11 @@ struct DelayStatement: PostgresPreparedStatement {
     bindings.append(json)
     bindings.append(delayMilliseconds)
     bindings.append(restart)
-    if let maxWaitMilliseconds { bindings.append(maxWaitMilliseconds) } else { bindings.appendNull() }
+    if let maxWaitMilliseconds {
+      bindings.append(maxWaitMilliseconds)
+    } else {
+      bindings.appendNull()
+    }
     return bindings
   }
 

@@ -28,7 +28,8 @@ extension PostgresDelayedPreemptiveQueue {
   public func run(
     concurrency: Int = 4, handler: @escaping @Sendable (String, Value) async throws -> Void
   ) async throws {
-    requireArgument(concurrency >= 1, "PostgresDelayedPreemptiveQueue.run: concurrency must be at least 1")
+    requireArgument(
+      concurrency >= 1, "PostgresDelayedPreemptiveQueue.run: concurrency must be at least 1")
     let owner = "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UUID().uuidString.prefix(8))"
     try await Worker(queue: self, concurrency: concurrency, handler: handler, owner: owner).run()
   }

@@ -9,7 +9,8 @@
 ///   logger.error("not scheduled: \(error)")
 /// }
 /// ```
-public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, CustomStringConvertible {
+public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, CustomStringConvertible
+{
   /// A key was the empty string. Keys name the work ("document-42"); an empty one is a bug.
   case emptyKey
   /// The value for `key` could not be encoded as JSON (for instance a `Double.nan`); nothing

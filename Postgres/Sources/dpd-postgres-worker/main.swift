@@ -31,7 +31,8 @@ let clientRun = Task { await client.run() }
 
 let queue = PostgresDelayedPreemptiveQueue<String>(
   client: client, configuration: configuration, name: settings.name,
-  options: DelayOptions(leading: settings.leading), lease: .milliseconds(settings.leaseMilliseconds))
+  options: DelayOptions(leading: settings.leading), lease: .milliseconds(settings.leaseMilliseconds)
+)
 let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
 let work = Task {
   try await queue.migrate()

@@ -74,8 +74,9 @@ struct PostgresReplicaTests {
       let ran = try await table.lastValues()
       let lost = lastValues.filter { ran[$0.key] != $0.value }.count
       let runs = try await table.runs()
-      print("replicas: \(keys) keys, \(runs) runs in \(elapsed); overlaps \(overlaps), "
-        + "duplicate runs \(duplicates), lost \(lost)")
+      print(
+        "replicas: \(keys) keys, \(runs) runs in \(elapsed); overlaps \(overlaps), "
+          + "duplicate runs \(duplicates), lost \(lost)")
       #expect(lastValues.count == keys)
       #expect(overlaps == 0)
       #expect(duplicates == 0)
@@ -112,8 +113,9 @@ struct PostgresReplicaTests {
         (0..<8).filter { ran["slow\($0)"] != "s\($0)" }.count
         + (0..<40).filter { ran["other\($0)"] != "o\($0)" }.count
       let overlaps = try await table.overlaps()
-      print("crash: killed 1 of 3 replicas with 8 bursts running; re-ran \(reRuns), lost \(lost), "
-        + "overlaps \(overlaps)")
+      print(
+        "crash: killed 1 of 3 replicas with 8 bursts running; re-ran \(reRuns), lost \(lost), "
+          + "overlaps \(overlaps)")
       #expect(reRuns == 8)
       #expect(lost == 0)
       #expect(overlaps == 0)
@@ -165,7 +167,9 @@ struct PostgresReplicaTests {
         }
       }
       for index in 0..<3 { try await queue.delay("now\(index)", for: .zero, value: "x") }
-      for index in 0..<5 { try await queue.delay("later\(index)", for: .milliseconds(300), value: "y") }
+      for index in 0..<5 {
+        try await queue.delay("later\(index)", for: .milliseconds(300), value: "y")
+      }
       #expect(try await TestDatabase.eventually { await log.all.count == 3 })
       worker.cancel()
       try await worker.value

@@ -116,7 +116,10 @@ struct PostgresRuleTests {
         #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
         try await queue.delay("k", for: .zero, value: "two")
         try await queue.delay("k", for: .zero, value: "three")
-        #expect(try await TestDatabase.eventually { await log.all.filter { $0.finished != nil }.count == 2 })
+        #expect(
+          try await TestDatabase.eventually {
+            await log.all.filter { $0.finished != nil }.count == 2
+          })
         try await Task.sleep(for: .milliseconds(300))
       }
       let runs = await log.all
@@ -132,7 +135,7 @@ struct PostgresRuleTests {
   @Test func throwingHandlerIsRetriedThenKeptAsAFailure() async throws {
     struct Broken: Error {}
     try await TestDatabase.withQueue(
-      "failures", maxAttempts: 3, configure: { $0.retryBackoff = .milliseconds(20) }
+      "failures", maxAttempts: 3, retryBackoff: .milliseconds(20)
     ) { queue, _ in
       let log = RunLog()
       let handler: @Sendable (String, String) async throws -> Void = { key, value in

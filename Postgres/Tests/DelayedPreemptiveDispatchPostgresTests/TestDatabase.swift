@@ -32,6 +32,7 @@ enum TestDatabase {
   }
 
   /// Runs `body` with a running client; shuts the client down afterwards.
+  @discardableResult
   static func withClient<Result: Sendable>(
     _ body: @Sendable (PostgresClient, PostgresClient.Configuration) async throws -> Result
   ) async throws -> Result {
@@ -43,11 +44,13 @@ enum TestDatabase {
   }
 
   /// A migrated queue of `String` values with a fresh name, and its client.
+  @discardableResult
   static func withQueue<Result: Sendable>(
     _ prefix: String, options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30),
     maxAttempts: Int = 5,
-    configure: @Sendable (inout PostgresDelayedPreemptiveQueue<String>) -> Void = { _ in },
-    _ body: @Sendable (PostgresDelayedPreemptiveQueue<String>, PostgresClient) async throws ->
+    retryBackoff: Duration = .seconds(1),
+    _ body:
+      @Sendable (PostgresDelayedPreemptiveQueue<String>, PostgresClient) async throws ->
       Result
   ) async throws -> Result {
     try await withClient { client, configuration in
@@ -55,7 +58,7 @@ enum TestDatabase {
         client: client, configuration: configuration, name: uniqueName(prefix),
         options: options, lease: lease, maxAttempts: maxAttempts)
       queue.safetyPoll = .milliseconds(200)
-      configure(&queue)
+      queue.retryBackoff = retryBackoff
       try await queue.migrate()
       return try await body(queue, client)
     }
