@@ -5,9 +5,11 @@ import PostgresNIO
 // database's `clock_timestamp()`, never from a replica's clock. Durations travel as
 // milliseconds (float8). `$1` is always the queue's name.
 
-/// `delay`: one upsert. It returns whether it woke the workers: only when the new deadline is
-/// earlier than every deadline they know of, so that writers do not all NOTIFY (a NOTIFY takes
-/// a database-wide lock at commit).
+/// `delay`: one upsert for a batch of submissions with distinct keys (one submission when the
+/// queue is quiet; see `SubmissionBatcher`). It returns whether it woke the workers: only when
+/// a new deadline is earlier than every deadline they know of, so that writers do not all
+/// NOTIFY (a NOTIFY takes a database-wide lock at commit). Rows are upserted in key order, so
+/// that concurrent batches lock rows in one order and cannot deadlock.
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
@@ -16,9 +18,12 @@ struct DelayStatement: PostgresPreparedStatement {
       SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed
     ), upserted AS (
       INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted)
-      SELECT $1, $2, $3::jsonb, now.t + least(greatest($4, 0), $6) * interval '1 millisecond',
-        now.t + least(greatest($4, 0), $6) * interval '1 millisecond', now.t
-      FROM (SELECT clock_timestamp() AS t) AS now
+      SELECT $1, s.key, s.value::jsonb,
+        now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond',
+        now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond', now.t
+      FROM unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay),
+        (SELECT clock_timestamp() AS t) AS now
+      ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
         value = excluded.value,
         generation = b.generation + 1,
@@ -32,9 +37,10 @@ struct DelayStatement: PostgresPreparedStatement {
         failed = false
       RETURNING b.due_at, b.claim IS NULL AS waiting
     )
-    SELECT CASE WHEN upserted.waiting AND upserted.due_at < coalesce(earliest.at, 'infinity')
+    SELECT CASE WHEN EXISTS (
+        SELECT 1 FROM upserted, earliest
+        WHERE upserted.waiting AND upserted.due_at < coalesce(earliest.at, 'infinity'))
       THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
-    FROM upserted, earliest
     """
 
   /// A submission starts a new burst when the key's last one failed for good, or when it is
@@ -47,21 +53,28 @@ struct DelayStatement: PostgresPreparedStatement {
       b.first_submitted + $6 * interval '1 millisecond')
     """
 
-  static let bindingDataTypes: [PostgresDataType] = [.text, .text, .text, .float8, .bool, .float8]
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .textArray, .textArray, .float8Array, .bool, .float8,
+  ]
 
   var name: String
-  var key: String
-  var json: String
-  var delayMilliseconds: Double
+  var submissions: [Submission]
   var restart: Bool
   var maxWaitMilliseconds: Double?
+
+  /// One call of `delay`, encoded.
+  struct Submission: Sendable {
+    var key: String
+    var json: String
+    var delayMilliseconds: Double
+  }
 
   func makeBindings() -> PostgresBindings {
     var bindings = PostgresBindings(capacity: 6)
     bindings.append(name)
-    bindings.append(key)
-    bindings.append(json)
-    bindings.append(delayMilliseconds)
+    bindings.append(submissions.map(\.key))
+    bindings.append(submissions.map(\.json))
+    bindings.append(submissions.map(\.delayMilliseconds))
     bindings.append(restart)
     if let maxWaitMilliseconds {
       bindings.append(maxWaitMilliseconds)

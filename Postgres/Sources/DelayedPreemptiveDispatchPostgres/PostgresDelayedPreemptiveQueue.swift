@@ -27,6 +27,7 @@ import PostgresNIO
 public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendable {
   let client: PostgresClient
   let endpoint: Endpoint
+  let submissions = SubmissionBatcher<Value>()
   /// The queue's name: its rows in `dpd_bursts` are those with this `name`.
   public let name: String
   /// The options given at `init`.
@@ -137,7 +138,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// When the key's handler is running, the submission starts a new burst that runs after that
   /// run has finished (P3). When the key's last burst failed for good, it starts a fresh burst
   /// and clears the failure. One `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping workers
-  /// only when it makes the earliest deadline earlier.
+  /// only when it makes the earliest deadline earlier. Concurrent calls on one instance (and
+  /// its copies) are sent together as one multi-row upsert; each call returns once its
+  /// submission is stored.
   ///
   /// Throws ``PostgresDelayedPreemptiveQueueError/emptyKey`` for an empty key and
   /// ``PostgresDelayedPreemptiveQueueError/valueNotEncodable(key:reason:)`` for a value that
@@ -148,14 +151,18 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
 
   /// ``delay(_:for:value:)``, returning whether the submission sent a wake-up NOTIFY.
   func submit(_ key: String, for duration: Duration, value: Value) async throws -> Bool {
+    let submission = DelayStatement.Submission(
+      key: try checked(key), json: try ValueCodec.encode(value, key: key),
+      delayMilliseconds: duration.milliseconds)
+    return try await submissions.submit(submission, using: self)
+  }
+
+  /// Writes a batch of submissions with distinct keys in one statement.
+  func upsert(_ batch: [DelayStatement.Submission]) async throws -> Bool {
     let statement = DelayStatement(
-      name: name, key: try checked(key), json: try ValueCodec.encode(value, key: key),
-      delayMilliseconds: duration.milliseconds,
-      restart: options.deadlinePolicy == .restart,
+      name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
       maxWaitMilliseconds: options.maxWait?.milliseconds)
-    return try await database {
-      try await client.rows(statement).first ?? false
-    }
+    return try await database { try await client.rows(statement).first ?? false }
   }
 
   /// Cancels the key's pending burst: its handler will not run for it. Returns whether there
