@@ -61,10 +61,7 @@ struct PostgresReplicaTests {
         }
         return try await group.reduce(into: [:]) { $0.merge($1) { _, new in new } }
       }
-      #expect(
-        try await TestDatabase.eventually(within: .seconds(90)) {
-          try await queue.pendingCount() == 0
-        })
+      #expect(try await queue.drains(within: .seconds(90)))
       let elapsed = ContinuousClock.now - started
       try await Self.stop(workers)
 
@@ -100,10 +97,7 @@ struct PostgresReplicaTests {
 
       let survivors = try await Self.startWorkers(2, name: queue.name, flags)
       for index in 0..<40 { try await queue.delay("other\(index)", for: .zero, value: "o\(index)") }
-      #expect(
-        try await TestDatabase.eventually(within: .seconds(60)) {
-          try await queue.pendingCount() == 0
-        })
+      #expect(try await queue.drains(within: .seconds(60)))
       try await Self.stop(survivors)
 
       let perKey = try await table.finishedRunsPerKey()
@@ -143,10 +137,7 @@ struct PostgresReplicaTests {
         try await group.waitForAll()
       }
       try await queue.delay("hot", for: .zero, value: "final")
-      #expect(
-        try await TestDatabase.eventually(within: .seconds(30)) {
-          try await queue.pendingCount() == 0
-        })
+      #expect(try await queue.drains(within: .seconds(30)))
       try await Self.stop(workers)
       let runs = try await table.runs()
       let overlaps = try await table.overlaps()

@@ -77,7 +77,7 @@ struct PostgresRuleTests {
       }
       #expect(try await queue.isPending("k"))
       try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
-        #expect(try await TestDatabase.eventually { try await queue.pendingCount() == 0 })
+        #expect(try await queue.drains(within: .seconds(10)))
         try await Task.sleep(for: .milliseconds(300))
       }
       #expect(await log.values("k") == ["v20"])

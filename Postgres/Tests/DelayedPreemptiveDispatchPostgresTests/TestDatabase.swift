@@ -122,6 +122,11 @@ actor RunLog {
 }
 
 extension PostgresDelayedPreemptiveQueue {
+  /// Whether `pendingCount()` reaches 0 within `timeout`.
+  func drains(within timeout: Duration) async throws -> Bool {
+    try await TestDatabase.eventually(within: timeout) { try await pendingCount() == 0 }
+  }
+
   /// Runs a worker with `handler` while `body` runs, then cancels it and waits for it to return.
   func withWorker<Result: Sendable>(
     concurrency: Int = 4, handler: @escaping @Sendable (String, Value) async throws -> Void,
