@@ -73,14 +73,11 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 
   /// Claims what the free slots allow and starts a job for each. Returns how long to sleep
   /// before looking again, or nil when it should look again as soon as a job finishes.
-  ///
-  /// While jobs run, it waits until a quarter of the slots are free, so that a busy worker
-  /// claims in batches rather than one row per finished job.
   private func claimAndStart(running: inout Set<UUID>, group: inout TaskGroup<Event>)
     async throws -> Duration?
   {
     let free = concurrency - running.count
-    guard free > 0, running.isEmpty || free >= max(1, concurrency / 4) else { return nil }
+    guard free > 0 else { return nil }
     let claimed = try await uncancelled { try await queue.claim(limit: free, owner: owner) }
     for burst in claimed {
       running.insert(burst.claim)
