@@ -44,10 +44,12 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     await withTaskGroup(of: Event.self) { group in
       var running = Set<UUID>()
       var sleeping = false
+      var backlog = false
       while true {
         if !Task.isCancelled && failure == nil {
           do {
-            let wait = try await claimAndStart(running: &running, group: &group)
+            let wait = try await claimAndStart(
+              running: &running, backlog: &backlog, group: &group)
             if let wait, !sleeping {
               sleeping = true
               group.addTask {
@@ -73,12 +75,19 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 
   /// Claims what the free slots allow and starts a job for each. Returns how long to sleep
   /// before looking again, or nil when it should look again as soon as a job finishes.
-  private func claimAndStart(running: inout Set<UUID>, group: inout TaskGroup<Event>)
-    async throws -> Duration?
-  {
+  ///
+  /// `backlog` says that the last claim got all it asked for, so more is probably due: then a
+  /// busy worker waits until a quarter of its slots are free and claims them together, rather
+  /// than one row per finished job. Without a backlog it claims for any free slot at once.
+  private func claimAndStart(
+    running: inout Set<UUID>, backlog: inout Bool, group: inout TaskGroup<Event>
+  ) async throws -> Duration? {
     let free = concurrency - running.count
-    guard free > 0 else { return nil }
+    guard free > 0, !backlog || running.isEmpty || free >= max(1, concurrency / 4) else {
+      return nil
+    }
     let claimed = try await uncancelled { try await queue.claim(limit: free, owner: owner) }
+    backlog = claimed.count == free
     for burst in claimed {
       running.insert(burst.claim)
       let job = Task { await perform(burst) }
