@@ -13,6 +13,8 @@ let package = Package(
     .executable(name: "dpd-postgres-worker", targets: ["dpd-postgres-worker"]),
   ],
   dependencies: [
+    // Named: a path dependency's identity is otherwise its folder's name, which differs
+    // between checkouts (a worktree, CI's fresh clone).
     .package(name: "DelayedPreemptiveDispatch", path: ".."),
     .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
   ],

@@ -167,7 +167,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
 
   /// Cancels the key's pending burst: its handler will not run for it. Returns whether there
   /// was one. A run in progress is not interrupted; a burst waiting behind it (submitted during
-  /// the run) is cancelled. A failed burst stays in ``failures()``.
+  /// the run) is cancelled. A failed burst stays in ``failures()``. One gap: the row keeps the
+  /// cancelled burst's value until the run ends, so if the running replica dies, the re-run
+  /// after its lease gets that value.
   @discardableResult public func cancel(_ key: String) async throws -> Bool {
     let key = try checked(key)
     return try await database {
