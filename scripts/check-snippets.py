@@ -23,10 +23,11 @@ every snippet at once. A snippet sees only the imports it writes itself (the pac
 Diagnostics point at the Markdown file and line (through `#sourceLocation`), and the script fails
 with the list of broken snippets.
 
-Skipping a snippet: put the HTML comment `<!-- snippet: skip -->` on the line right before its
-opening fence. GitHub and DocC render neither the comment nor anything else differently. Keep
+Skipping a snippet: put the HTML comment `<!-- snippet: skip -->` (or `<!-- snippet: skip
+(the reason) -->`) on the line right before its opening fence. GitHub and DocC render neither the comment nor anything else differently. Keep
 such exceptions rare: a `Package.swift` excerpt, or an example that needs a package this one does
-not depend on (swift-service-lifecycle).
+not depend on (swift-service-lifecycle, or the Postgres package, whose own tests make the same
+calls).
 
 All snippets are compiled in one build, so one run reports every broken snippet. `-v` prints
 the build log on success too. A cold run builds the library once more inside `.build-snippets/`
@@ -48,7 +49,7 @@ WORK = ROOT / ".build-snippets"
 SOURCES = [ROOT / "README.md"] + sorted(
     (ROOT / "Sources" / "DelayedPreemptiveDispatch" / "DelayedPreemptiveDispatch.docc").glob("*.md")
 )
-SKIP_MARKER = "<!-- snippet: skip -->"
+SKIP_MARKER = "<!-- snippet: skip"  # optionally followed by the reason, then "-->"
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<info>.*)$")
 FILE_SCOPE = re.compile(r"^(@Test\b|@Suite\b|(public\s+|final\s+)*(struct|class|enum|actor|extension|protocol)\s)")
 IMPORT = re.compile(r"^(@\w+\s+)*import\s+\w")
@@ -94,7 +95,7 @@ def extract(path: Path) -> tuple[list[Snippet], int]:
         index += 1
         language = info.split()[0] if info else ""
         if language == "swift":
-            if previous == SKIP_MARKER:
+            if previous.startswith(SKIP_MARKER) and previous.endswith("-->"):
                 skipped += 1
             else:
                 snippets.append(Snippet(path, start, body))

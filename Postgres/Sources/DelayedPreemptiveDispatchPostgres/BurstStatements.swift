@@ -1,0 +1,271 @@
+import Foundation
+import PostgresNIO
+
+// The SQL of the queue, one prepared statement per operation. Every instant comes from the
+// database's `clock_timestamp()`, never from a replica's clock. Durations travel as
+// milliseconds (float8). `$1` is always the queue's name.
+
+/// `delay`: one upsert for a batch of submissions with distinct keys (one submission when the
+/// queue is quiet; see `SubmissionBatcher`). It returns whether it woke the workers: only when
+/// a new deadline is earlier than every deadline they know of, so that writers do not all
+/// NOTIFY (a NOTIFY takes a database-wide lock at commit). Rows are upserted in key order, so
+/// that concurrent batches lock rows in one order and cannot deadlock.
+struct DelayStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  static let sql = """
+    WITH earliest AS (
+      SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed
+    ), upserted AS (
+      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted)
+      SELECT $1, s.key, s.value::jsonb,
+        now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond',
+        now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond', now.t
+      FROM unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay),
+        (SELECT clock_timestamp() AS t) AS now
+      ORDER BY s.key
+      ON CONFLICT (name, key) DO UPDATE SET
+        value = excluded.value,
+        generation = b.generation + 1,
+        first_submitted = CASE WHEN \(freshBurst) THEN excluded.first_submitted
+          ELSE b.first_submitted END,
+        deadline = CASE WHEN \(freshBurst) THEN excluded.deadline ELSE \(mergedDeadline) END,
+        due_at = CASE WHEN b.claim IS NOT NULL THEN b.due_at
+          WHEN b.failed THEN excluded.due_at ELSE \(mergedDeadline) END,
+        attempts = CASE WHEN b.failed THEN 0 ELSE b.attempts END,
+        last_error = CASE WHEN b.failed THEN NULL ELSE b.last_error END,
+        failed = false
+      RETURNING b.due_at, b.claim IS NULL AS waiting
+    )
+    SELECT CASE WHEN EXISTS (
+        SELECT 1 FROM upserted, earliest
+        WHERE upserted.waiting AND upserted.due_at < coalesce(earliest.at, 'infinity'))
+      THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
+    """
+
+  /// A submission starts a new burst when the key's last one failed for good, or when it is
+  /// running and no submission arrived since its claim (P3: it runs after the running one).
+  private static let freshBurst =
+    "(b.failed OR (b.claim IS NOT NULL AND b.generation = b.claimed_generation))"
+  /// `.restart` sets the deadline, `.extend` only moves it later; `maxWait` bounds both.
+  private static let mergedDeadline = """
+    least(CASE WHEN $5 THEN excluded.deadline ELSE greatest(b.deadline, excluded.deadline) END,
+      b.first_submitted + $6 * interval '1 millisecond')
+    """
+
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .textArray, .textArray, .float8Array, .bool, .float8,
+  ]
+
+  var name: String
+  var submissions: [Submission]
+  var restart: Bool
+  var maxWaitMilliseconds: Double?
+
+  /// One call of `delay`, encoded.
+  struct Submission: Sendable {
+    var key: String
+    var json: String
+    var delayMilliseconds: Double
+  }
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 6)
+    bindings.append(name)
+    bindings.append(submissions.map(\.key))
+    bindings.append(submissions.map(\.json))
+    bindings.append(submissions.map(\.delayMilliseconds))
+    bindings.append(restart)
+    if let maxWaitMilliseconds {
+      bindings.append(maxWaitMilliseconds)
+    } else {
+      bindings.appendNull()
+    }
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// The channel on which submissions and flushes wake sleeping workers; the payload is the
+/// queue's name.
+let wakeChannel = "dpd_wake"
+
+/// Claims up to `limit` due rows (waiting past their deadline, or running with an expired
+/// lease), skipping rows that another replica is claiming at this moment.
+struct ClaimStatement: PostgresPreparedStatement {
+  typealias Row = ClaimedBurst
+
+  static let sql = """
+    WITH due AS (
+      SELECT key FROM dpd_bursts
+      WHERE name = $1 AND NOT failed AND due_at <= clock_timestamp()
+      ORDER BY due_at
+      LIMIT $2
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE dpd_bursts AS b SET claim = gen_random_uuid(), owner = $3,
+      claimed_generation = b.generation,
+      due_at = clock_timestamp() + $4 * interval '1 millisecond'
+    FROM due WHERE b.name = $1 AND b.key = due.key
+    RETURNING b.key, b.value::text, b.claim, b.attempts
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8]
+
+  var name: String
+  var limit: Int
+  var owner: String
+  var leaseMilliseconds: Double
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 4)
+    bindings.append(name)
+    bindings.append(limit)
+    bindings.append(owner)
+    bindings.append(leaseMilliseconds)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row {
+    let (key, json, claim, attempts) = try row.decode((String, String, UUID, Int).self)
+    return ClaimedBurst(key: key, json: json, claim: claim, attempts: attempts)
+  }
+}
+
+/// One claimed row, as the worker runs it.
+struct ClaimedBurst: Sendable {
+  var key: String
+  var json: String
+  var claim: UUID
+  var attempts: Int
+}
+
+/// The end of successful runs, in one batch: deletes each row whose generation did not move
+/// since its claim, and releases the others as the waiting bursts that their submissions
+/// started (P3). A claim that was taken over (expired lease) matches nothing.
+struct SucceededStatement: PostgresPreparedStatement {
+  typealias Row = Int
+
+  static let sql = """
+    WITH done AS (
+      SELECT * FROM unnest($2::text[], $3::uuid[]) AS d(key, claim)
+    ), finished AS (
+      DELETE FROM dpd_bursts AS b USING done
+      WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
+        AND b.generation = b.claimed_generation
+      RETURNING b.key
+    )
+    UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+      attempts = 0, due_at = b.deadline
+    FROM done
+    WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
+      AND b.key NOT IN (SELECT key FROM finished)
+    RETURNING 1
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .uuidArray]
+
+  var name: String
+  var keys: [String]
+  var claims: [UUID]
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 3)
+    bindings.append(name)
+    bindings.append(keys)
+    bindings.append(claims)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
+}
+
+/// The end of a run that threw: retry after an exponential backoff, or keep the row as failed
+/// after `maxAttempts`. A submission that arrived during the run starts a new burst with its
+/// own attempts, as after a success.
+struct FailedStatement: PostgresPreparedStatement {
+  typealias Row = Int
+
+  static let sql = """
+    UPDATE dpd_bursts SET claim = NULL, owner = NULL, claimed_generation = NULL,
+      attempts = CASE WHEN \(sameBurst) THEN attempts + 1 ELSE 0 END,
+      failed = \(sameBurst) AND attempts + 1 >= $4,
+      last_error = $6,
+      deadline = CASE WHEN \(sameBurst) THEN \(retryAt) ELSE deadline END,
+      due_at = CASE WHEN \(sameBurst) THEN \(retryAt) ELSE deadline END
+    WHERE name = $1 AND key = $2 AND claim = $3
+    RETURNING 1
+    """
+  private static let sameBurst = "generation = claimed_generation"
+  /// base × 2^(attempts so far), at most five minutes.
+  private static let retryAt =
+    "clock_timestamp() + least($5 * power(2, attempts), 300000) * interval '1 millisecond'"
+  static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .int8, .float8, .text]
+
+  var name: String
+  var key: String
+  var claim: UUID
+  var maxAttempts: Int
+  var backoffMilliseconds: Double
+  var error: String
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 6)
+    bindings.append(name)
+    bindings.append(key)
+    bindings.append(claim)
+    bindings.append(maxAttempts)
+    bindings.append(backoffMilliseconds)
+    bindings.append(error)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
+}
+
+/// Extends the leases of the runs this replica holds.
+struct RenewStatement: PostgresPreparedStatement {
+  typealias Row = Int
+
+  static let sql = """
+    UPDATE dpd_bursts SET due_at = clock_timestamp() + $3 * interval '1 millisecond'
+    WHERE name = $1 AND claim = ANY($2)
+    RETURNING 1
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray, .float8]
+
+  var name: String
+  var claims: [UUID]
+  var leaseMilliseconds: Double
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 3)
+    bindings.append(name)
+    bindings.append(claims)
+    bindings.append(leaseMilliseconds)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
+}
+
+/// Milliseconds from the database's now to the earliest instant a row may be claimed (a
+/// deadline or a lease's expiry); nil when the queue has nothing to do.
+struct NextDueStatement: PostgresPreparedStatement {
+  typealias Row = Double?
+
+  static let sql = """
+    SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::float8
+    FROM dpd_bursts WHERE name = $1 AND NOT failed
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text]
+
+  var name: String
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 1)
+    bindings.append(name)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Double?.self) }
+}

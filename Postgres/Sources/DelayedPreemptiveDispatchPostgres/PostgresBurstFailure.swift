@@ -1,0 +1,23 @@
+/// A burst whose handler threw `maxAttempts` times, as ``PostgresDelayedPreemptiveQueue/failures()``
+/// lists it. The row stays in the database until a new `delay` of its key starts a fresh burst.
+public struct PostgresBurstFailure<Value: Codable & Sendable>: Sendable {
+  /// The burst's key.
+  public var key: String
+  /// The burst's last value: the one the handler was given.
+  public var value: Value
+  /// How many times the handler threw for this burst.
+  public var attempts: Int
+  /// `String(describing:)` of the handler's last error.
+  public var lastError: String
+
+  /// Creates a failure record (the queue makes these; tests may too).
+  public init(key: String, value: Value, attempts: Int, lastError: String) {
+    self.key = key
+    self.value = value
+    self.attempts = attempts
+    self.lastError = lastError
+  }
+}
+
+extension PostgresBurstFailure: Equatable where Value: Equatable {}
+extension PostgresBurstFailure: Hashable where Value: Hashable {}

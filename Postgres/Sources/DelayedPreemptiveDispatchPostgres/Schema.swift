@@ -1,0 +1,57 @@
+import PostgresNIO
+
+/// The tables of every ``PostgresDelayedPreemptiveQueue``, versioned.
+///
+/// `dpd_bursts` holds one row per (queue name, key) while the key has work: waiting, running, or
+/// failed. `due_at` is the instant the row may next be claimed: the deadline while it waits,
+/// the lease's expiry while it runs. `generation` counts submissions; a run remembers the
+/// generation it claimed, so that its end can tell whether a submission arrived meanwhile.
+enum Schema {
+  /// The version this package writes and understands.
+  static let version = 1
+
+  /// The SQLSTATE that the migration raises when the database is newer than this package.
+  static let newerSchemaState = "DPD01"
+
+  /// One statement (a DO block runs in one transaction) so that it needs no explicit
+  /// transaction; the advisory lock makes concurrent migrations from many replicas wait for the
+  /// first one instead of racing on `CREATE TABLE IF NOT EXISTS`.
+  static let migration = PostgresQuery(
+    unsafeSQL: """
+      DO $migration$
+      DECLARE found integer;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(7238100917);
+        CREATE TABLE IF NOT EXISTS dpd_schema (
+          singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+          version integer NOT NULL
+        );
+        SELECT version INTO found FROM dpd_schema;
+        IF found > \(version) THEN
+          RAISE EXCEPTION USING ERRCODE = '\(newerSchemaState)', MESSAGE = found::text;
+        END IF;
+        IF found IS NULL THEN
+          CREATE TABLE dpd_bursts (
+            name text NOT NULL,
+            key text NOT NULL,
+            value jsonb NOT NULL,
+            deadline timestamptz NOT NULL,
+            due_at timestamptz NOT NULL,
+            first_submitted timestamptz NOT NULL,
+            generation bigint NOT NULL DEFAULT 1,
+            claimed_generation bigint,
+            claim uuid,
+            owner text,
+            attempts integer NOT NULL DEFAULT 0,
+            failed boolean NOT NULL DEFAULT false,
+            last_error text,
+            PRIMARY KEY (name, key)
+          );
+          CREATE INDEX dpd_bursts_due ON dpd_bursts (name, due_at) WHERE NOT failed;
+          CREATE INDEX dpd_bursts_failed ON dpd_bursts (name, key) WHERE failed;
+          INSERT INTO dpd_schema (version) VALUES (\(version));
+        END IF;
+      END
+      $migration$
+      """)
+}

@@ -1,0 +1,68 @@
+/// Sends concurrent `delay` calls as multi-row upserts (group commit). A quiet queue writes each
+/// submission at once; under load, the submissions that arrive while batches are being written
+/// wait for the next batch. At most `maximumWriters` batches are in flight, and a key is never
+/// in two of them at once (nor twice in one), so the submissions of one key reach the database
+/// in the order of the calls.
+actor SubmissionBatcher<Value: Codable & Sendable> {
+  private typealias Waiting = (
+    submission: DelayStatement.Submission, written: CheckedContinuation<Bool, any Error>
+  )
+  private var waiting: [Waiting] = []
+  /// Keys of the batches in flight.
+  private var writingKeys = Set<String>()
+  private var writers = 0
+  private let maximumWriters = 2
+  /// Bounds one statement's size.
+  private let maximumBatch = 500
+
+  /// Returns once `submission` is in the database, with whether its batch woke the workers.
+  func submit(
+    _ submission: DelayStatement.Submission, using queue: PostgresDelayedPreemptiveQueue<Value>
+  ) async throws -> Bool {
+    try await withCheckedThrowingContinuation { written in
+      waiting.append((submission, written))
+      startWriters(using: queue)
+    }
+  }
+
+  private func startWriters(using queue: PostgresDelayedPreemptiveQueue<Value>) {
+    while writers < maximumWriters {
+      let batch = nextBatch()
+      guard !batch.isEmpty else { return }
+      writers += 1
+      Task { await write(batch, using: queue) }
+    }
+  }
+
+  private func write(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async {
+    do {
+      let notified = try await queue.upsert(batch.map(\.submission))
+      for entry in batch { entry.written.resume(returning: notified) }
+    } catch {
+      for entry in batch { entry.written.resume(throwing: error) }
+    }
+    for entry in batch { writingKeys.remove(entry.submission.key) }
+    writers -= 1
+    startWriters(using: queue)
+  }
+
+  /// The oldest waiting submissions whose keys are in no batch in flight, each key once; the
+  /// others wait, in order, for a later batch.
+  private func nextBatch() -> [Waiting] {
+    var batch: [Waiting] = []
+    var rest: [Waiting] = []
+    var held = Set<String>()  // keys that must wait: an earlier submission of theirs waits too
+    for entry in waiting {
+      let key = entry.submission.key
+      if batch.count < maximumBatch && !held.contains(key) && !writingKeys.contains(key) {
+        writingKeys.insert(key)
+        batch.append(entry)
+      } else {
+        rest.append(entry)
+      }
+      held.insert(key)
+    }
+    waiting = rest
+    return batch
+  }
+}

@@ -1,0 +1,181 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Several replicas on one database: `dpd-postgres-worker` processes run the bursts and record
+/// every run's start and end in `dpd_test_runs`; the checks are SQL over that table. Serialized:
+/// each test loads the 2-core machine on its own.
+@Suite(.serialized, .enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresReplicaTests {
+  /// Starts `count` workers on queue `name` and waits until each one runs.
+  static func startWorkers(_ count: Int, name: String, _ flags: [String]) async throws
+    -> [WorkerProcess]
+  {
+    var workers: [WorkerProcess] = []
+    for _ in 0..<count {
+      workers.append(try WorkerProcess(["--name", name, "--record", "--quiet"] + flags))
+    }
+    for worker in workers { await worker.waitUntilReady() }
+    return workers
+  }
+
+  /// SIGTERM: each worker drains and exits 0.
+  static func stop(_ workers: [WorkerProcess]) async throws {
+    for worker in workers { worker.signal(SIGTERM) }
+    for worker in workers {
+      let exit = try await worker.waitForExit()
+      #expect(exit?.status == 0 && exit?.reason == .exit, "worker: \(worker.errorText())")
+    }
+  }
+
+  @Test func threeReplicasRunEveryBurstOnceWithoutOverlap() async throws {
+    try await TestDatabase.withQueue("replicas") { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let workers = try await Self.startWorkers(
+        3, name: queue.name, ["--concurrency", "8", "--handler-ms", "1"])
+      let keys = 10_000
+      let started = ContinuousClock.now
+      // 4 producers; each owns every 4th key, submits it twice (one burst), and comes back to
+      // every 7th key later, while it may be running.
+      let lastValues = try await withThrowingTaskGroup(of: [String: String].self) { group in
+        for producer in 0..<4 {
+          group.addTask {
+            var last: [String: String] = [:]
+            for index in stride(from: producer, to: keys, by: 4) {
+              for round in 1...2 {
+                let value = "\(index)-\(round)"
+                try await queue.delay("k\(index)", for: .milliseconds(20), value: value)
+                last["k\(index)"] = value
+              }
+            }
+            for index in stride(from: producer, to: keys, by: 28) {
+              try await queue.delay("k\(index)", for: .milliseconds(20), value: "\(index)-3")
+              last["k\(index)"] = "\(index)-3"
+            }
+            return last
+          }
+        }
+        return try await group.reduce(into: [:]) { $0.merge($1) { _, new in new } }
+      }
+      #expect(try await queue.drains(within: .seconds(90)))
+      let elapsed = ContinuousClock.now - started
+      try await Self.stop(workers)
+
+      #expect(try await queue.pendingCount() == 0)
+      let overlaps = try await table.overlaps()
+      let duplicates = try await table.finishedDuplicates()
+      let ran = try await table.lastValues()
+      let lost = lastValues.filter { ran[$0.key] != $0.value }.count
+      let runs = try await table.runs()
+      print(
+        "replicas: \(keys) keys, \(runs) runs in \(elapsed); overlaps \(overlaps), "
+          + "duplicate runs \(duplicates), lost \(lost)")
+      #expect(lastValues.count == keys)
+      #expect(overlaps == 0)
+      #expect(duplicates == 0)
+      #expect(lost == 0)
+      #expect(try await table.runs(finished: false) == 0)
+    }
+  }
+
+  @Test func killedReplicasBurstsRunAgainElsewhereAfterTheLease() async throws {
+    try await TestDatabase.withQueue("crash") { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      // A lease of 3 s renewed every second survives a loaded machine's stalls; a shorter one
+      // can expire under a live replica, which then (rightly, at least once) runs it again.
+      let flags = ["--concurrency", "8", "--handler-ms", "2500", "--lease-ms", "3000"]
+      let victim = try await Self.startWorkers(1, name: queue.name, flags)[0]
+      for index in 0..<8 { try await queue.delay("slow\(index)", for: .zero, value: "s\(index)") }
+      let allRunning = try await TestDatabase.eventually(within: .seconds(30)) {
+        try await table.runs(finished: false) == 8
+      }
+      let started = try await table.runs()
+      #expect(allRunning, "the victim started \(started) runs, not the 8 it was given")
+      victim.signal(SIGKILL)
+      _ = try await victim.waitForExit()
+      let killed = Date()
+
+      let survivors = try await Self.startWorkers(2, name: queue.name, flags)
+      for index in 0..<40 { try await queue.delay("other\(index)", for: .zero, value: "o\(index)") }
+      #expect(try await queue.drains(within: .seconds(60)))
+      try await Self.stop(survivors)
+
+      let perKey = try await table.finishedRunsPerKey()
+      let ran = try await table.lastValues()
+      let reRuns = (0..<8).filter { perKey["slow\($0)"] == 1 }.count
+      let lost =
+        (0..<8).filter { ran["slow\($0)"] != "s\($0)" }.count
+        + (0..<40).filter { ran["other\($0)"] != "o\($0)" }.count
+      let overlaps = try await table.overlaps()
+      print(
+        "crash: killed 1 of 3 replicas with 8 bursts running; re-ran \(reRuns), lost \(lost), "
+          + "overlaps \(overlaps)")
+      #expect(reRuns == 8)
+      #expect(lost == 0)
+      #expect(overlaps == 0)
+      #expect((0..<40).allSatisfy { perKey["other\($0)"] == 1 })
+      #expect(try await table.runs(finished: false) == 8)  // the killed ones never finished
+      #expect(Date().timeIntervalSince(killed) >= 3.0)
+    }
+  }
+
+  @Test func eightProducersHammeringOneRunningKeyNeverRunItTwiceAtOnce() async throws {
+    try await TestDatabase.withQueue("contention") { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let workers = try await Self.startWorkers(
+        2, name: queue.name, ["--concurrency", "4", "--handler-ms", "50"])
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for producer in 0..<8 {
+          group.addTask {
+            for index in 0..<150 {
+              try await queue.delay(
+                "hot", for: .milliseconds(index % 3), value: "p\(producer)-\(index)")
+            }
+          }
+        }
+        try await group.waitForAll()
+      }
+      try await queue.delay("hot", for: .zero, value: "final")
+      #expect(try await queue.drains(within: .seconds(30)))
+      try await Self.stop(workers)
+      let runs = try await table.runs()
+      let overlaps = try await table.overlaps()
+      print("contention: 1200 submissions to one key, \(runs) runs, overlaps \(overlaps)")
+      #expect(runs >= 2)
+      #expect(overlaps == 0)
+      #expect(try await table.finishedDuplicates() == 0)
+      #expect(try await table.lastValues()["hot"] == "final")
+    }
+  }
+
+  @Test func cancellingRunLetsRunningHandlersFinishAndClaimsNothingNew() async throws {
+    try await TestDatabase.withQueue("shutdown") { queue, _ in
+      let log = RunLog()
+      let worker = Task {
+        try await queue.run(concurrency: 3) { key, value in
+          try await log.record(key, value) { try await Task.sleep(for: .milliseconds(500)) }
+        }
+      }
+      for index in 0..<3 { try await queue.delay("now\(index)", for: .zero, value: "x") }
+      for index in 0..<5 {
+        try await queue.delay("later\(index)", for: .milliseconds(300), value: "y")
+      }
+      #expect(try await TestDatabase.eventually { await log.all.count == 3 })
+      worker.cancel()
+      try await worker.value
+      let returned = Date()
+      let runs = await log.all
+      #expect(runs.count == 3)
+      #expect(runs.allSatisfy { $0.finished != nil && $0.finished! <= returned })
+      try await Task.sleep(for: .milliseconds(600))
+      #expect(await log.all.count == 3)
+      #expect(try await queue.pendingCount() == 5)
+    }
+  }
+}

@@ -1,0 +1,175 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Rules P1 to P3 and P5 one by one, with one in-process worker and short real delays: "not
+/// before the deadline" is asserted strictly, "not after" loosely (the machine is shared).
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresRuleTests {
+  /// Generous: a loaded 2-core machine running three builds.
+  static let late: TimeInterval = 2.0
+
+  @Test func extendKeepsTheLaterDeadlineAndTheLastValue() async throws {
+    try await TestDatabase.withQueue("extend") { queue, _ in
+      let log = RunLog()
+      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
+        let start = Date()
+        try await queue.delay("k", for: .milliseconds(300), value: "first")
+        try await queue.delay("k", for: .milliseconds(50), value: "second")
+        #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
+        try await Task.sleep(for: .milliseconds(300))
+        let run = try #require(await log.all.first)
+        #expect(run.started.timeIntervalSince(start) >= 0.3)
+        #expect(run.started.timeIntervalSince(start) < 0.3 + Self.late)
+        #expect(await log.values("k") == ["second"])
+        #expect(try await queue.pendingCount() == 0)
+      }
+    }
+  }
+
+  @Test func restartSetsTheDeadlineFromTheLastSubmission() async throws {
+    try await TestDatabase.withQueue("restart", options: DelayOptions(deadlinePolicy: .restart)) {
+      queue, _ in
+      let log = RunLog()
+      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
+        try await queue.delay("k", for: .seconds(5), value: "far")
+        let second = Date()
+        try await queue.delay("k", for: .milliseconds(100), value: "near")
+        #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
+        let run = try #require(await log.all.first)
+        #expect(run.started.timeIntervalSince(second) >= 0.1)
+        #expect(run.started.timeIntervalSince(second) < 0.1 + Self.late)
+        #expect(run.value == "near")
+      }
+    }
+  }
+
+  @Test func maxWaitBoundsABurstThatKeepsBeingExtended() async throws {
+    try await TestDatabase.withQueue("maxwait", options: DelayOptions(maxWait: .milliseconds(300)))
+    { queue, _ in
+      let log = RunLog()
+      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
+        let start = Date()
+        var sent = 0
+        while Date().timeIntervalSince(start) < 1.5 {
+          if await log.count("k") > 0 { break }
+          sent += 1
+          try await queue.delay("k", for: .milliseconds(200), value: "v\(sent)")
+          try await Task.sleep(for: .milliseconds(40))
+        }
+        #expect(try await TestDatabase.eventually { await log.count("k") >= 1 })
+        let run = try #require(await log.all.first)
+        // Without maxWait, submissions every 40 ms with 200 ms delays would never let it run.
+        #expect(run.started.timeIntervalSince(start) >= 0.3)
+        #expect(run.started.timeIntervalSince(start) < 0.3 + Self.late)
+      }
+    }
+  }
+
+  @Test func manySubmissionsOfOneBurstRunOnceWithTheLastValue() async throws {
+    try await TestDatabase.withQueue("once") { queue, _ in
+      let log = RunLog()
+      for index in 1...20 {
+        try await queue.delay("k", for: .milliseconds(100), value: "v\(index)")
+      }
+      #expect(try await queue.isPending("k"))
+      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
+        #expect(try await queue.drains(within: .seconds(10)))
+        try await Task.sleep(for: .milliseconds(300))
+      }
+      #expect(await log.values("k") == ["v20"])
+      #expect(try await queue.isPending("k") == false)
+    }
+  }
+
+  @Test func cancelDropsThePendingBurstAndFlushRunsItNow() async throws {
+    try await TestDatabase.withQueue("cancel-flush") { queue, _ in
+      let log = RunLog()
+      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
+        try await queue.delay("cancelled", for: .milliseconds(300), value: "never")
+        #expect(try await queue.cancel("cancelled"))
+        #expect(try await queue.cancel("cancelled") == false)
+        try await queue.delay("flushed", for: .seconds(60), value: "now")
+        let flushed = Date()
+        #expect(try await queue.flush("flushed"))
+        #expect(try await TestDatabase.eventually { await log.count("flushed") == 1 })
+        let run = try #require(await log.all.first)
+        #expect(run.started.timeIntervalSince(flushed) < Self.late)
+        #expect(try await queue.flush("flushed") == false)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await log.count("cancelled") == 0)
+      }
+    }
+  }
+
+  @Test func submissionDuringARunStartsABurstThatRunsAfterIt() async throws {
+    try await TestDatabase.withQueue("during-run") { queue, _ in
+      let log = RunLog()
+      let handler: @Sendable (String, String) async throws -> Void = { key, value in
+        try await log.record(key, value) { try await Task.sleep(for: .milliseconds(400)) }
+      }
+      try await queue.withWorker(handler: handler) {
+        try await queue.delay("k", for: .zero, value: "one")
+        #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
+        try await queue.delay("k", for: .zero, value: "two")
+        try await queue.delay("k", for: .zero, value: "three")
+        #expect(
+          try await TestDatabase.eventually {
+            await log.all.filter { $0.finished != nil }.count == 2
+          })
+        try await Task.sleep(for: .milliseconds(300))
+      }
+      let runs = await log.all
+      #expect(runs.map(\.value) == ["one", "three"])
+      #expect(await log.overlapCount == 0)
+      if runs.count == 2, let firstEnd = runs[0].finished {
+        #expect(runs[1].started >= firstEnd)
+      }
+      #expect(try await queue.pendingCount() == 0)
+    }
+  }
+
+  @Test func throwingHandlerIsRetriedThenKeptAsAFailure() async throws {
+    struct Broken: Error {}
+    try await TestDatabase.withQueue(
+      "failures", maxAttempts: 3, retryBackoff: .milliseconds(20)
+    ) { queue, _ in
+      let log = RunLog()
+      let handler: @Sendable (String, String) async throws -> Void = { key, value in
+        try await log.record(key, value) { if value == "bad" { throw Broken() } }
+      }
+      try await queue.withWorker(handler: handler) {
+        try await queue.delay("k", for: .zero, value: "bad")
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
+        let failure = try #require(try await queue.failures().first)
+        #expect(failure.key == "k")
+        #expect(failure.value == "bad")
+        #expect(failure.attempts == 3)
+        #expect(failure.lastError.contains("Broken"))
+        #expect(await log.count("k") == 3)
+        #expect(try await queue.pendingCount() == 0)
+        let runs = await log.all
+        // Backoff: 20 ms, then 40 ms.
+        #expect(runs[1].started.timeIntervalSince(runs[0].started) >= 0.02)
+        #expect(runs[2].started.timeIntervalSince(runs[1].started) >= 0.04)
+
+        try await queue.delay("k", for: .zero, value: "good")
+        #expect(try await TestDatabase.eventually { await log.values("k").last == "good" })
+        #expect(try await TestDatabase.eventually { try await queue.failures().isEmpty })
+      }
+    }
+  }
+
+  @Test func submissionWakesWorkersOnlyWhenItMovesTheEarliestDeadline() async throws {
+    try await TestDatabase.withQueue("notify") { queue, _ async throws in
+      #expect(try await queue.submit("a", for: .seconds(10), value: "x"))
+      #expect(try await queue.submit("b", for: .seconds(20), value: "x") == false)
+      #expect(try await queue.submit("a", for: .seconds(30), value: "x") == false)
+      #expect(try await queue.submit("c", for: .seconds(1), value: "x"))
+      #expect(try await queue.submit("d", for: .seconds(5), value: "x") == false)
+    }
+  }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import PostgresNIO
+
+/// The table in which `dpd-postgres-worker --record` writes each run's start and end (database
+/// clock), and the SQL checks the replica tests make on it.
+struct RunTable {
+  let client: PostgresClient
+  let name: String
+
+  static func create(_ client: PostgresClient) async throws {
+    try await client.query(
+      """
+      CREATE TABLE IF NOT EXISTS dpd_test_runs (
+        id bigserial PRIMARY KEY, name text NOT NULL, key text NOT NULL, value text NOT NULL,
+        worker text NOT NULL, started timestamptz NOT NULL, finished timestamptz)
+      """)
+  }
+
+  /// Pairs of finished runs of one key whose spans intersect: must be 0 (P3).
+  func overlaps() async throws -> Int {
+    try await count(
+      """
+      SELECT count(*) FROM dpd_test_runs a JOIN dpd_test_runs b
+        ON a.name = b.name AND a.key = b.key AND a.id < b.id
+        AND a.started < b.finished AND b.started < a.finished
+      WHERE a.name = \(name)
+      """)
+  }
+
+  /// Values that ran more than once (every submission has a value of its own, so a burst that
+  /// ran twice shows up here), among runs that finished.
+  func finishedDuplicates() async throws -> Int {
+    try await count(
+      """
+      SELECT count(*) FROM (SELECT key, value FROM dpd_test_runs
+        WHERE name = \(name) AND finished IS NOT NULL GROUP BY key, value HAVING count(*) > 1) d
+      """)
+  }
+
+  func runs(finished: Bool? = nil) async throws -> Int {
+    switch finished {
+    case nil: try await count("SELECT count(*) FROM dpd_test_runs WHERE name = \(name)")
+    case true?:
+      try await count(
+        "SELECT count(*) FROM dpd_test_runs WHERE name = \(name) AND finished IS NOT NULL")
+    case false?:
+      try await count(
+        "SELECT count(*) FROM dpd_test_runs WHERE name = \(name) AND finished IS NULL")
+    }
+  }
+
+  /// Each key's value in its last finished run.
+  func lastValues() async throws -> [String: String] {
+    var values: [String: String] = [:]
+    let rows = try await client.query(
+      """
+      SELECT DISTINCT ON (key) key, value FROM dpd_test_runs
+      WHERE name = \(name) AND finished IS NOT NULL ORDER BY key, started DESC
+      """)
+    for try await (key, value) in rows.decode((String, String).self) { values[key] = value }
+    return values
+  }
+
+  /// How many finished runs each key had.
+  func finishedRunsPerKey() async throws -> [String: Int] {
+    var counts: [String: Int] = [:]
+    let rows = try await client.query(
+      """
+      SELECT key, count(*)::int8 FROM dpd_test_runs
+      WHERE name = \(name) AND finished IS NOT NULL GROUP BY key
+      """)
+    for try await (key, count) in rows.decode((String, Int).self) { counts[key] = count }
+    return counts
+  }
+
+  private func count(_ query: PostgresQuery) async throws -> Int {
+    for try await value in try await client.query(query).decode(Int.self) { return value }
+    return 0
+  }
+}

@@ -1,0 +1,147 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// The server under test, from `DPD_POSTGRES_URL` (CI sets it from `scripts/postgres.sh start`).
+///
+/// Unset: every test here is skipped with the reason printed, on a developer machine only.
+/// Set but unreachable: the tests fail, because every call throws `databaseUnreachable`.
+enum TestDatabase {
+  static let url = ProcessInfo.processInfo.environment["DPD_POSTGRES_URL"] ?? ""
+  static let isConfigured: Bool = {
+    if url.isEmpty {
+      print(
+        "DelayedPreemptiveDispatchPostgresTests: skipped: DPD_POSTGRES_URL is unset. "
+          + "Run: export DPD_POSTGRES_URL=$(scripts/postgres.sh start)")
+    }
+    return !url.isEmpty
+  }()
+  static let skipReason: Comment =
+    "DPD_POSTGRES_URL is unset; run: export DPD_POSTGRES_URL=$(scripts/postgres.sh start)"
+
+  static func configuration() throws -> PostgresClient.Configuration {
+    try PostgresURL.configuration(url)
+  }
+
+  /// A queue name of its own for each test, so that tests sharing the database stay apart.
+  static func uniqueName(_ prefix: String) -> String {
+    "\(prefix)-\(UUID().uuidString.prefix(8))"
+  }
+
+  /// Runs `body` with a running client; shuts the client down afterwards.
+  @discardableResult
+  static func withClient<Result: Sendable>(
+    _ body: @Sendable (PostgresClient, PostgresClient.Configuration) async throws -> Result
+  ) async throws -> Result {
+    let configuration = try configuration()
+    let client = PostgresClient(configuration: configuration)
+    let running = Task { await client.run() }
+    defer { running.cancel() }
+    return try await body(client, configuration)
+  }
+
+  /// A migrated queue of `String` values with a fresh name, and its client.
+  @discardableResult
+  static func withQueue<Result: Sendable>(
+    _ prefix: String, options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30),
+    maxAttempts: Int = 5,
+    retryBackoff: Duration = .seconds(1),
+    _ body:
+      @Sendable (PostgresDelayedPreemptiveQueue<String>, PostgresClient) async throws ->
+      Result
+  ) async throws -> Result {
+    try await withClient { client, configuration in
+      var queue = PostgresDelayedPreemptiveQueue<String>(
+        client: client, configuration: configuration, name: uniqueName(prefix),
+        options: options, lease: lease, maxAttempts: maxAttempts)
+      queue.safetyPoll = .milliseconds(200)
+      queue.retryBackoff = retryBackoff
+      try await queue.migrate()
+      return try await body(queue, client)
+    }
+  }
+
+  /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+  static func eventually(
+    within timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+  ) async throws -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+      if try await condition() { return true }
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+  }
+}
+
+/// What a test handler saw: each run's key, value, and start and end instants (wall clock, the
+/// same machine as the database), and how often a run of a key started while another one ran.
+actor RunLog {
+  struct Run: Sendable {
+    var key: String
+    var value: String
+    var started: Date
+    var finished: Date?
+  }
+
+  private(set) var all: [Run] = []
+  private(set) var overlapCount = 0
+  private var inFlight: [String: Int] = [:]
+
+  func values(_ key: String) -> [String] { all.filter { $0.key == key }.map(\.value) }
+  func count(_ key: String) -> Int { all.filter { $0.key == key }.count }
+
+  func started(_ key: String, _ value: String) -> Int {
+    all.append(Run(key: key, value: value, started: Date()))
+    inFlight[key, default: 0] += 1
+    if inFlight[key, default: 0] > 1 { overlapCount += 1 }
+    return all.count - 1
+  }
+
+  func finished(_ index: Int) {
+    inFlight[all[index].key, default: 1] -= 1
+    all[index].finished = Date()
+  }
+
+  /// Records a run around `work`.
+  nonisolated func record(
+    _ key: String, _ value: String, work: @Sendable () async throws -> Void = {}
+  ) async throws {
+    let index = await started(key, value)
+    do {
+      try await work()
+    } catch {
+      await finished(index)
+      throw error
+    }
+    await finished(index)
+  }
+}
+
+extension PostgresDelayedPreemptiveQueue {
+  /// Whether `pendingCount()` reaches 0 within `timeout`.
+  func drains(within timeout: Duration) async throws -> Bool {
+    try await TestDatabase.eventually(within: timeout) { try await pendingCount() == 0 }
+  }
+
+  /// Runs a worker with `handler` while `body` runs, then cancels it and waits for it to return.
+  func withWorker<Result: Sendable>(
+    concurrency: Int = 4, handler: @escaping @Sendable (String, Value) async throws -> Void,
+    _ body: () async throws -> Result
+  ) async throws -> Result {
+    let worker = Task { try await run(concurrency: concurrency, handler: handler) }
+    do {
+      let result = try await body()
+      worker.cancel()
+      try await worker.value
+      return result
+    } catch {
+      worker.cancel()
+      _ = try? await worker.value
+      throw error
+    }
+  }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+/// A `dpd-postgres-worker` process: a replica under test, or a probe of a precondition.
+final class WorkerProcess: Sendable {
+  static var productsDirectory: URL {
+    #if canImport(Darwin)
+      if let bundle = Bundle.allBundles.first(where: { $0.bundlePath.hasSuffix(".xctest") }) {
+        return bundle.bundleURL.deletingLastPathComponent()
+      }
+    #endif
+    return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  }
+
+  let process: Process
+  let output: Pipe
+  let errors: Pipe
+
+  /// Starts the worker with `arguments`, talking to the test database.
+  init(_ arguments: [String], url: String = TestDatabase.url) throws {
+    process = Process()
+    process.executableURL = Self.productsDirectory.appendingPathComponent("dpd-postgres-worker")
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["DPD_POSTGRES_URL"] = url
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    process.environment = environment
+    output = Pipe()
+    errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+  }
+
+  /// Waits until the worker printed "ready" (it has migrated and runs), or fails the test.
+  func waitUntilReady(timeout: Duration = .seconds(60)) async {
+    let handle = output.fileHandleForReading
+    let reader = Task.detached { () -> Bool in
+      var seen = Data()
+      while true {
+        let chunk = handle.availableData
+        if chunk.isEmpty { return false }
+        seen.append(chunk)
+        if String(decoding: seen, as: UTF8.self).contains("ready\n") { return true }
+      }
+    }
+    let ready = await withTaskGroup(of: Bool.self) { group in
+      group.addTask { await reader.value }
+      group.addTask {
+        do { try await Task.sleep(for: timeout) } catch {}
+        return false
+      }
+      let first = await group.next() ?? false
+      group.cancelAll()
+      return first
+    }
+    if !ready {
+      signal(SIGKILL)
+      Issue.record("dpd-postgres-worker did not become ready: \(errorText())")
+    }
+  }
+
+  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// Waits for the process to end; returns its termination status and reason.
+  func waitForExit(timeout: Duration = .seconds(30)) async throws
+    -> (status: Int32, reason: Process.TerminationReason)?
+  {
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    guard !process.isRunning else { return nil }
+    return (process.terminationStatus, process.terminationReason)
+  }
+
+  func errorText() -> String {
+    if process.isRunning { return "(still running)" }
+    return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  }
+
+  deinit {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  }
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL 15 for the Postgres package's tests, benchmarks and the worker.
+#
+#   scripts/postgres.sh start   # starts one (or finds the running one) and prints its URL
+#   scripts/postgres.sh url     # prints the URL of the running one
+#   scripts/postgres.sh stop    # stops it and removes its data directory
+#
+# The server uses Debian's packages (installed with apt-get when `initdb` is missing), keeps its
+# data in a fresh temporary directory owned by `postgres`, listens on 127.0.0.1 only, on a free
+# port, and trusts loopback connections. Durability is switched off (fsync, synchronous_commit):
+# the data is thrown away anyway. A state file remembers the server, so that `url` and `stop`
+# find it again; one state file per checkout, so several checkouts can run one each.
+#
+# Set DPD_POSTGRES_STATE to choose the state file.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+state="${DPD_POSTGRES_STATE:-${TMPDIR:-/tmp}/dpd-postgres-$(printf '%s' "$repo" | cksum | cut -d' ' -f1).state}"
+database=dpd
+
+log() { printf 'postgres.sh: %s\n' "$*" >&2; }
+
+find_bin() {
+  local dir
+  for dir in /usr/lib/postgresql/15/bin /usr/lib/postgresql/*/bin; do
+    if [[ -x "$dir/initdb" && -x "$dir/pg_ctl" ]]; then
+      echo "$dir"
+      return 0
+    fi
+  done
+  if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
+    dirname "$(command -v initdb)"
+    return 0
+  fi
+  return 1
+}
+
+install_server() {
+  log "initdb not found; installing Debian's postgresql"
+  if [[ $(id -u) -ne 0 ]]; then
+    log "not root: install postgresql yourself (apt-get install -y postgresql)"
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq postgresql postgresql-contrib >/dev/null
+}
+
+# Runs a command as the server's owner: `postgres` when we are root (initdb refuses root).
+as_owner() {
+  if [[ $(id -u) -eq 0 ]]; then
+    (cd / && runuser -u postgres -- "$@")
+  else
+    "$@"
+  fi
+}
+
+read_state() {
+  [[ -f "$state" ]] || return 1
+  # shellcheck disable=SC1090
+  source "$state"
+  [[ -n "${DIR:-}" && -n "${PORT:-}" && -n "${URL:-}" ]]
+}
+
+is_running() {
+  read_state || return 1
+  [[ -d "$DIR/data" ]] || return 1
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" status >/dev/null 2>&1
+}
+
+free_port() {
+  local port
+  for _ in $(seq 1 100); do
+    port=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  log "no free port found"
+  return 1
+}
+
+start() {
+  if is_running; then
+    echo "$URL"
+    return 0
+  fi
+  stop_quietly
+  BIN="$(find_bin)" || {
+    install_server
+    BIN="$(find_bin)"
+  }
+  DIR="$(mktemp -d "${TMPDIR:-/tmp}/dpd-postgres.XXXXXX")"
+  chmod 755 "$DIR"
+  if [[ $(id -u) -eq 0 ]]; then chown postgres: "$DIR"; fi
+  as_owner "$BIN/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 --no-sync \
+    >"$DIR/initdb.log" 2>&1 || {
+    cat "$DIR/initdb.log" >&2
+    exit 1
+  }
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    PORT="$(free_port)"
+    if as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start -o \
+      "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$DIR \
+       -c max_connections=200 -c fsync=off -c synchronous_commit=off \
+       -c full_page_writes=off" >/dev/null; then
+      break
+    fi
+    log "start on port $PORT failed (attempt $attempt)"
+    tail -5 "$DIR/server.log" >&2 || true
+    if [[ $attempt -eq 5 ]]; then exit 1; fi
+  done
+  as_owner "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres "$database"
+  URL="postgres://postgres@127.0.0.1:$PORT/$database"
+  printf 'BIN=%q\nDIR=%q\nPORT=%q\nURL=%q\n' "$BIN" "$DIR" "$PORT" "$URL" >"$state"
+  echo "$URL"
+}
+
+stop_quietly() {
+  read_state || {
+    rm -f "$state"
+    return 0
+  }
+  if [[ -d "$DIR/data" ]]; then
+    as_owner "$BIN/pg_ctl" -D "$DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  case "$DIR" in
+  "${TMPDIR:-/tmp}"/dpd-postgres.*) rm -rf "$DIR" ;;
+  esac
+  rm -f "$state"
+}
+
+case "${1:-}" in
+start) start ;;
+url)
+  if is_running; then
+    echo "$URL"
+  else
+    log "no server running (state file: $state); run: scripts/postgres.sh start"
+    exit 1
+  fi
+  ;;
+stop)
+  if read_state; then
+    stop_quietly
+    log "stopped"
+  else
+    log "nothing to stop"
+  fi
+  ;;
+*)
+  echo "usage: $0 start|stop|url" >&2
+  exit 2
+  ;;
+esac
