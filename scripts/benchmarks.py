@@ -580,9 +580,19 @@ def main():
     results = Results(load())
     if not results.raw:
         sys.exit(f"no exported results in {RESULTS}")
-    REPORT.write_text(report(results, info))
+    REPORT.write_text(report(results, info) + preserved_sections())
     CHART.write_text(chart(results))
     print(f"wrote {REPORT.relative_to(ROOT)} and {CHART.relative_to(ROOT)}")
+
+
+def preserved_sections():
+    """Sections written by other runs (the Postgres package's figures), kept as they are when the
+    main report is rewritten."""
+    if not REPORT.exists():
+        return ""
+    text = REPORT.read_text()
+    start = text.find("## Across replicas (PostgreSQL)")
+    return "\n" + text[start:] if start >= 0 else ""
 
 
 def keyed(run_first):
