@@ -9,9 +9,12 @@ protocol TicketOwner: AnyObject, Sendable {
 /// A record is allocated once per burst, never per submission: a ``DelayTicket`` is the record
 /// plus a sequence number. The shell tells the record about preemptions only while somebody
 /// awaits an outcome (see ``TicketLedger``), so a submission costs no record access.
+@usableFromInline
 final class BurstRecord: Sendable {
   private struct State {
-    weak var owner: (any TicketOwner)?
+    /// A ``TicketOwner``; kept as `AnyObject` so that the inlinable submission path, which
+    /// creates records in client code, need not see the protocol.
+    weak var owner: AnyObject?
     let leadingSeq: UInt64?
     var leadingFinished = false
     /// Every non-leading submission below this one is known to be preempted.
@@ -49,16 +52,19 @@ final class BurstRecord: Sendable {
 
   private let state: LockBox<State>
 
-  init(owner: any TicketOwner, leadingSeq: UInt64?) {
+  @usableFromInline
+  init(owner: AnyObject, leadingSeq: UInt64?) {
     state = LockBox(State(owner: owner, leadingSeq: leadingSeq))
   }
 
   /// Records that every non-leading submission below `seq` was preempted.
+  @usableFromInline
   func preempt(below seq: UInt64) {
     update { $0.preemptedBelow = max($0.preemptedBelow, seq) }
   }
 
   /// The burst ended; `lastSeq` runs or is cancelled, every other submission was preempted.
+  @usableFromInline
   func close(lastSeq: UInt64?) {
     update {
       $0.closed = true
@@ -67,11 +73,13 @@ final class BurstRecord: Sendable {
   }
 
   /// The last submission of the ended burst resolved with `outcome`.
+  @usableFromInline
   func finish(_ outcome: DelayOutcome) {
     update { $0.lastOutcome = outcome }
   }
 
   /// The leading submission's task has returned.
+  @usableFromInline
   func finishLeading() {
     update { $0.leadingFinished = true }
   }
@@ -84,7 +92,7 @@ final class BurstRecord: Sendable {
   func outcome(of seq: UInt64) async -> DelayOutcome {
     let (known, owner) = state.withLock { ($0.outcome(of: seq), $0.owner) }
     if let known { return known }
-    await owner?.synchronize(self)
+    await (owner as? any TicketOwner)?.synchronize(self)
     return await withCheckedContinuation { continuation in
       let known = state.withLock { state in
         let known = state.outcome(of: seq)

@@ -1,20 +1,25 @@
 /// What a keyed shell must do after an event, outside its lock and in this order: apply the
 /// closings, cancel `cancelledTimer`, start `workers` workers, arm `timer`, then leave its busy
 /// state if `becameIdle`.
+@usableFromInline
 struct KeyedEffects: Sendable {
-  var closing: BurstClosing?
+  @usableFromInline var closing: BurstClosing?
   /// The closings of an event that ended many bursts (a timer firing, `cancelAll`, `flushAll`).
-  var closings: [BurstClosing] = []
+  @usableFromInline var closings: [BurstClosing] = []
   /// Worker loops to start: each takes due runs with ``KeyedBurstDriver/nextRuns(finishing:)``
   /// until there are none.
-  var workers = 0
-  var timer: TimerRequest?
-  var cancelledTimer: TimerHandle?
+  @usableFromInline var workers = 0
+  @usableFromInline var timer: TimerRequest?
+  @usableFromInline var cancelledTimer: TimerHandle?
   /// The submission started a burst of its key.
-  var startedBurst = false
-  var becameBusy = false
-  var becameIdle = false
+  @usableFromInline var startedBurst = false
+  @usableFromInline var becameBusy = false
+  @usableFromInline var becameIdle = false
 
+  @inlinable
+  init() {}
+
+  @inlinable
   func applyClosings() {
     closing?.apply()
     for closing in closings { closing.apply() }
@@ -28,58 +33,69 @@ struct KeyedEffects: Sendable {
 /// here is only what many keys need: the heap, a ready queue of keys whose next run may start
 /// (oldest decision first), at most one running task per key, a bound on running tasks, and
 /// dropping a key's state as soon as it is idle.
+@usableFromInline
 struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-  typealias Run = DecidedRun<Value>
+  @usableFromInline typealias Run = DecidedRun<Value>
 
+  @usableFromInline
   struct KeyState: Sendable {
-    var slot: BurstSlot<Value>
+    @usableFromInline var slot: BurstSlot<Value>
     /// Runs decided and not yet started, oldest first; they start one at a time.
-    var decided = RunQueue<Run>()
-    var isRunning = false
+    @usableFromInline var decided = RunQueue<Run>()
+    @usableFromInline var isRunning = false
 
-    var isIdle: Bool { !slot.isPending && !isRunning && decided.isEmpty }
+    @inlinable
+    init(slot: BurstSlot<Value>) {
+      self.slot = slot
+    }
+
+    @inlinable var isIdle: Bool { !slot.isPending && !isRunning && decided.isEmpty }
   }
 
-  let rules: BurstRules
+  @usableFromInline let rules: BurstRules
   /// How many worker loops may run at once: `maxConcurrentTasks`, or a default.
-  let workerLimit: Int
-  private var ids = BurstIDs()
-  private var durations = DurationCache()
-  private var keys: [Key: KeyState] = [:]
-  private var heap = TimerHeap<Key>()
+  @usableFromInline let workerLimit: Int
+  @usableFromInline var ids = BurstIDs()
+  @usableFromInline var durations = DurationCache()
+  @usableFromInline var keys: [Key: KeyState] = [:]
+  @usableFromInline var heap = TimerHeap<Key>()
   /// Heap entries that no key's live timer is any more.
-  private var staleEntries = 0
+  @usableFromInline var staleEntries = 0
   /// Keys whose oldest decided run may start, oldest decision first.
-  private var ready = RunQueue<Key>()
-  private var workers = 0
+  @usableFromInline var ready = RunQueue<Key>()
+  @usableFromInline var workers = 0
   /// The instance's one armed timer.
-  private var armed: TimerRequest?
-  private var armedHandle: TimerHandle?
-  private(set) var pendingCount = 0
+  @usableFromInline var armed: TimerRequest?
+  @usableFromInline var armedHandle: TimerHandle?
+  @usableFromInline var pendingCount = 0
   /// Pending bursts plus runs decided and not yet finished.
-  private(set) var outstanding = 0
+  @usableFromInline var outstanding = 0
 
+  @inlinable
   init(options: DelayOptions, maxConcurrentTasks: Int?) {
     rules = BurstRules(options)
     workerLimit = maxConcurrentTasks ?? 64
   }
 
+  @inlinable
   func isPending(_ key: Key) -> Bool { keys[key]?.slot.isPending ?? false }
 
   /// Whether `key` has a run decided or running.
+  @inlinable
   func hasRuns(_ key: Key) -> Bool {
     guard let state = keys[key] else { return false }
     return state.isRunning || !state.decided.isEmpty
   }
 
   /// Runs decided and not yet finished, all keys together.
-  var unfinishedRuns: Int { outstanding - pendingCount }
+  @inlinable var unfinishedRuns: Int { outstanding - pendingCount }
 
   /// Keys that hold state (pending, running or with decided runs), and heap entries; for tests.
-  var footprint: (keys: Int, timers: Int) { (keys.count, heap.count) }
+  @inlinable var footprint: (keys: Int, timers: Int) { (keys.count, heap.count) }
 
+  @inlinable
   mutating func delay(
-    _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: any TicketOwner
+    _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: AnyObject
   ) -> (DelayTicket, KeyedEffects) {
     let requested: Tick
     switch delay {
@@ -88,10 +104,18 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
       requested = now.advanced(byNanoseconds: durations.nanoseconds(of: duration))
     }
     var effects = KeyedEffects()
-    let result = keys[
-      key, default: KeyState(slot: BurstSlot(work: nil, reportsPreemptionAlways: true))
-    ]
-    .slot.delay(at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
+    // A pending key is updated in place through its index: no default value to build, and
+    // no copy of its state. A new key's state is built aside and stored once.
+    let result: BurstSlot<Value>.Submission
+    if let index = keys.index(forKey: key) {
+      result = keys.values[index].slot.delay(
+        at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
+    } else {
+      var state = KeyState(slot: BurstSlot(work: nil, reportsPreemptionAlways: true))
+      result = state.slot.delay(
+        at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
+      keys[key] = state
+    }
     if result.replacedLiveTimer { staleEntries += 1 }
     if result.started {
       effects.startedBurst = true
@@ -104,6 +128,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return (result.ticket, effects)
   }
 
+  @inlinable
   mutating func cancel(_ key: Key) -> KeyedEffects {
     var effects = KeyedEffects()
     guard let closing = keys[key]?.slot.cancel() else { return effects }
@@ -112,6 +137,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return effects
   }
 
+  @inlinable
   mutating func flush(_ key: Key) -> KeyedEffects {
     var effects = KeyedEffects()
     guard let (run, closing) = keys[key]?.slot.flush() else { return effects }
@@ -121,6 +147,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return effects
   }
 
+  @inlinable
   mutating func cancelAll() -> KeyedEffects {
     var effects = KeyedEffects()
     for key in pendingKeys() {
@@ -130,6 +157,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return effects
   }
 
+  @inlinable
   mutating func flushAll() -> KeyedEffects {
     var effects = KeyedEffects()
     for key in pendingKeys() {
@@ -142,6 +170,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   /// The owner is going away: cancel every pending burst and the timer.
+  @inlinable
   mutating func release() -> KeyedEffects {
     var effects = cancelAll()
     effects.cancelledTimer = armedHandle.take()
@@ -151,6 +180,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   /// The instance's timer named `generation` fired at `now`: ends every key's burst that is
   /// due, in deadline order, and re-arms for the earliest deadline left.
+  @inlinable
   mutating func timerFired(at now: Tick, generation: UInt64) -> KeyedEffects {
     var effects = KeyedEffects()
     guard armed?.generation == generation else { return effects }
@@ -180,6 +210,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// Called by a worker: marks the runs of `finishing` as returned (their tickets already
   /// resolved), then takes the next batch of due runs, up to `batchLimit`. An empty batch
   /// means the worker stops.
+  @inlinable
   mutating func nextRuns(
     finishing finished: [Key], batchLimit: Int = 64
   ) -> (runs: [(Key, Run)], effects: KeyedEffects) {
@@ -209,6 +240,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   /// Keeps `handle` as the armed timer's, or returns it to be cancelled when that timer is no
   /// longer the armed one.
+  @inlinable
   mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
     guard armed?.generation == generation else { return handle }
     let replaced = armedHandle
@@ -216,11 +248,13 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return replaced
   }
 
-  private func pendingKeys() -> [Key] {
+  @inlinable
+  func pendingKeys() -> [Key] {
     keys.compactMap { $0.value.slot.isPending ? $0.key : nil }
   }
 
-  private mutating func decide(_ run: Run, for key: Key, _ effects: inout KeyedEffects) {
+  @inlinable
+  mutating func decide(_ run: Run, for key: Key, _ effects: inout KeyedEffects) {
     keys[key]!.decided.append(run)
     outstanding += 1
     if !keys[key]!.isRunning && keys[key]!.decided.count == 1 { ready.append(key) }
@@ -229,7 +263,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   /// Starts a worker per ready run, up to the limit: workers that are busy running a batch
   /// cannot take ready runs, and one that finds nothing left simply stops.
-  private mutating func startWorkers(_ effects: inout KeyedEffects) {
+  @inlinable
+  mutating func startWorkers(_ effects: inout KeyedEffects) {
     let wanted = min(ready.count, workerLimit - workers)
     guard wanted > 0 else { return }
     workers += wanted
@@ -237,7 +272,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   /// The burst of `key` ended (its closing is in `effects`).
-  private mutating func endBurst(of key: Key, _ effects: inout KeyedEffects) {
+  @inlinable
+  mutating func endBurst(of key: Key, _ effects: inout KeyedEffects) {
     pendingCount -= 1
     outstanding -= 1
     keys[key]!.slot.forgetWork()
@@ -246,31 +282,36 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   /// Drops an idle key's state; its timer, if still in the heap, becomes a stale entry.
-  private mutating func drop(_ key: Key) {
+  @inlinable
+  mutating func drop(_ key: Key) {
     guard let state = keys.removeValue(forKey: key) else { return }
     if state.slot.machine.liveTimer != nil { staleEntries += 1 }
     if staleEntries > 1_024, staleEntries * 2 > heap.count { compactHeap() }
   }
 
-  private mutating func compactHeap() {
+  @inlinable
+  mutating func compactHeap() {
     heap.compact { entry in keys[entry.key]?.slot.machine.liveTimer?.generation == entry.generation
     }
     staleEntries = 0
   }
 
-  private mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout KeyedEffects)
+  @inlinable
+  mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout KeyedEffects)
   {
     heap.insert(TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: key))
     if let armed, armed.deadline <= timer.deadline { return }
     arm(at: timer.deadline, &effects)
   }
 
-  private mutating func armEarliest(_ effects: inout KeyedEffects) {
+  @inlinable
+  mutating func armEarliest(_ effects: inout KeyedEffects) {
     guard let first = heap.first else { return }
     arm(at: first.deadline, &effects)
   }
 
-  private mutating func arm(at deadline: Tick, _ effects: inout KeyedEffects) {
+  @inlinable
+  mutating func arm(at deadline: Tick, _ effects: inout KeyedEffects) {
     let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
     armed = timer
     effects.timer = timer

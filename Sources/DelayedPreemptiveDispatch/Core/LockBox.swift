@@ -22,18 +22,19 @@
 /// adapter submits to its timer queue under its own lock, to keep the submissions in the order
 /// of its decisions, and that submission reads the clock the adapter was given (its `now`, and
 /// `schedule` for a `SchedulingClock`). A clock must therefore not call back into the adapter.
+@usableFromInline
 package final class LockBox<State>: @unchecked Sendable {
   // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
   // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that
   // are initialised in `init` and destroyed only in `deinit`, when no other reference exists.
   #if canImport(Darwin)
-    private let lock: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
   #else
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
   #endif
   /// Behind a pointer rather than a stored `var`, so that an access costs no dynamic
   /// exclusivity check: the lock already makes it exclusive.
-  private let state: UnsafeMutablePointer<State>
+  @usableFromInline let state: UnsafeMutablePointer<State>
 
   package init(_ initialState: State) {
     state = .allocate(capacity: 1)
@@ -60,13 +61,15 @@ package final class LockBox<State>: @unchecked Sendable {
   }
 
   /// Runs `body` with exclusive access to the state.
+  @inlinable
   package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
     acquire()
     defer { release() }
     return try body(&state.pointee)
   }
 
-  private func acquire() {
+  @inlinable
+  func acquire() {
     #if canImport(Darwin)
       os_unfair_lock_lock(lock)
     #else
@@ -74,7 +77,8 @@ package final class LockBox<State>: @unchecked Sendable {
     #endif
   }
 
-  private func release() {
+  @inlinable
+  func release() {
     #if canImport(Darwin)
       os_unfair_lock_unlock(lock)
     #else
