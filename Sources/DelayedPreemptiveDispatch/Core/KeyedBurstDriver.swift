@@ -15,6 +15,9 @@ struct KeyedEffects: Sendable {
   @usableFromInline var startedBurst = false
   @usableFromInline var becameBusy = false
   @usableFromInline var becameIdle = false
+  /// A timer firing left due entries in the heap: call ``KeyedBurstDriver/popDue(at:limit:)``
+  /// again, outside the lock.
+  @usableFromInline var moreDue = false
 
   @inlinable
   init() {}
@@ -178,20 +181,34 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return effects
   }
 
-  /// The instance's timer named `generation` fired at `now`: ends every key's burst that is
-  /// due, in deadline order, and re-arms for the earliest deadline left.
+  /// The instance's timer named `generation` fired at `now`: ends the bursts that are due, in
+  /// deadline order, at most `limit` of them (see ``popDue(at:limit:)`` for the rest), and
+  /// re-arms for the earliest deadline left.
   @inlinable
-  mutating func timerFired(at now: Tick, generation: UInt64) -> KeyedEffects {
-    var effects = KeyedEffects()
-    guard armed?.generation == generation else { return effects }
+  mutating func timerFired(
+    at now: Tick, generation: UInt64, limit: Int = .max
+  ) -> KeyedEffects {
+    guard armed?.generation == generation else { return KeyedEffects() }
     armed = nil
     armedHandle = nil
-    while let entry = heap.popDue(by: now) {
-      guard keys[entry.key] != nil else {
+    return popDue(at: now, limit: limit)
+  }
+
+  /// Ends the bursts of at most `limit` due heap entries, in deadline order. When due entries
+  /// remain, `effects.moreDue` asks the shell to call again once it has released its lock (so
+  /// that workers can take the runs decided so far); otherwise the timer is armed for the
+  /// earliest deadline left, unless an earlier one is armed already.
+  @inlinable
+  mutating func popDue(at now: Tick, limit: Int) -> KeyedEffects {
+    var effects = KeyedEffects()
+    var popped = 0
+    while popped < limit, let entry = heap.popDue(by: now) {
+      popped += 1
+      guard let index = keys.index(forKey: entry.key) else {
         staleEntries = max(staleEntries - 1, 0)
         continue
       }
-      switch keys[entry.key]!.slot.timerFired(at: now, generation: entry.generation, ids: &ids) {
+      switch keys.values[index].slot.timerFired(at: now, generation: entry.generation, ids: &ids) {
       case .stale:
         staleEntries = max(staleEntries - 1, 0)
       case .rearm(let timer):
@@ -203,7 +220,11 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         endBurst(of: entry.key, &effects)
       }
     }
-    armEarliest(&effects)
+    if popped == limit, let first = heap.first, first.deadline <= now {
+      effects.moreDue = true
+    } else {
+      armEarliest(&effects)
+    }
     return effects
   }
 
@@ -307,6 +328,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @inlinable
   mutating func armEarliest(_ effects: inout KeyedEffects) {
     guard let first = heap.first else { return }
+    if let armed, armed.deadline <= first.deadline { return }
     arm(at: first.deadline, &effects)
   }
 

@@ -11,6 +11,9 @@ import Dispatch
 final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: TicketOwner {
   @usableFromInline typealias Driver = KeyedBurstDriver<Key, Value>
 
+  /// How many due heap entries a timer delivery handles per hold of the lock.
+  @usableFromInline static var dueChunk: Int { 4_096 }
+
   @usableFromInline
   struct State {
     @usableFromInline var driver: Driver
@@ -113,7 +116,16 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   @inlinable
   func timerFired(generation: UInt64) {
     let now = timer.now()
-    perform(state.withLock { $0.driver.timerFired(at: now, generation: generation) })
+    // Due bursts end in chunks, with the lock released in between, so that workers start on
+    // the first runs while later ones are still being decided.
+    var effects = state.withLock {
+      $0.driver.timerFired(at: now, generation: generation, limit: Self.dueChunk)
+    }
+    while effects.moreDue {
+      perform(effects)
+      effects = state.withLock { $0.driver.popDue(at: now, limit: Self.dueChunk) }
+    }
+    perform(effects)
   }
 
   /// On a clock: fires, then returns once every run decided so far has returned.
