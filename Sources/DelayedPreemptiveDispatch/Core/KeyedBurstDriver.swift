@@ -60,7 +60,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @usableFromInline let workerLimit: Int
   @usableFromInline var ids = BurstIDs()
   @usableFromInline var durations = DurationCache()
-  @usableFromInline var keys: [Key: KeyState] = [:]
+  @usableFromInline var keys = KeyTable<Key, KeyState>()
   @usableFromInline var heap = TimerHeap<Key>()
   /// Heap entries that no key's live timer is any more.
   @usableFromInline var staleEntries = 0
@@ -110,14 +110,14 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     // A pending key is updated in place through its index: no default value to build, and
     // no copy of its state. A new key's state is built aside and stored once.
     let result: BurstSlot<Value>.Submission
-    if let index = keys.index(forKey: key) {
-      result = keys.values[index].slot.delay(
+    if let position = keys.position(of: key) {
+      result = keys[at: position].slot.delay(
         at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
     } else {
       var state = KeyState(slot: BurstSlot(work: nil, reportsPreemptionAlways: true))
       result = state.slot.delay(
         at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
-      keys[key] = state
+      keys.insert(state, for: key)
     }
     if result.replacedLiveTimer { staleEntries += 1 }
     if result.started {
@@ -204,11 +204,11 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var popped = 0
     while popped < limit, let entry = heap.popDue(by: now) {
       popped += 1
-      guard let index = keys.index(forKey: entry.key) else {
+      guard let position = keys.position(of: entry.key) else {
         staleEntries = max(staleEntries - 1, 0)
         continue
       }
-      switch keys.values[index].slot.timerFired(at: now, generation: entry.generation, ids: &ids) {
+      switch keys[at: position].slot.timerFired(at: now, generation: entry.generation, ids: &ids) {
       case .stale:
         staleEntries = max(staleEntries - 1, 0)
       case .rearm(let timer):
@@ -237,11 +237,12 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   ) -> (runs: [(Key, Run)], effects: KeyedEffects) {
     var effects = KeyedEffects()
     for key in finished {
-      keys[key]!.isRunning = false
+      let position = keys.position(of: key)!
+      keys[at: position].isRunning = false
       outstanding -= 1
-      if !keys[key]!.decided.isEmpty {
+      if !keys[at: position].decided.isEmpty {
         ready.append(key)
-      } else if keys[key]!.isIdle {
+      } else if keys[at: position].isIdle {
         drop(key)
       }
     }
@@ -249,8 +250,9 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var runs: [(Key, Run)] = []
     if size > 0 { runs.reserveCapacity(size) }
     while runs.count < size, let key = ready.popFirst() {
-      let run = keys[key]!.decided.popFirst()!
-      keys[key]!.isRunning = true
+      let position = keys.position(of: key)!
+      let run = keys[at: position].decided.popFirst()!
+      keys[at: position].isRunning = true
       runs.append((key, run))
     }
     if runs.isEmpty { workers -= 1 }
@@ -271,14 +273,17 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   @inlinable
   func pendingKeys() -> [Key] {
-    keys.compactMap { $0.value.slot.isPending ? $0.key : nil }
+    keys.keys { $0.slot.isPending }
   }
 
   @inlinable
   mutating func decide(_ run: Run, for key: Key, _ effects: inout KeyedEffects) {
-    keys[key]!.decided.append(run)
+    let position = keys.position(of: key)!
+    keys[at: position].decided.append(run)
     outstanding += 1
-    if !keys[key]!.isRunning && keys[key]!.decided.count == 1 { ready.append(key) }
+    if !keys[at: position].isRunning && keys[at: position].decided.count == 1 {
+      ready.append(key)
+    }
     startWorkers(&effects)
   }
 
@@ -297,8 +302,9 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   mutating func endBurst(of key: Key, _ effects: inout KeyedEffects) {
     pendingCount -= 1
     outstanding -= 1
-    keys[key]!.slot.forgetWork()
-    if keys[key]!.isIdle { drop(key) }
+    let position = keys.position(of: key)!
+    keys[at: position].slot.forgetWork()
+    if keys[at: position].isIdle { drop(key) }
     effects.becameIdle = outstanding == 0
   }
 

@@ -28,22 +28,28 @@ package final class LockBox<State>: @unchecked Sendable {
   // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that
   // are initialised in `init` and destroyed only in `deinit`, when no other reference exists.
   #if canImport(Darwin)
-    @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline typealias Lock = os_unfair_lock
   #else
-    @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline typealias Lock = pthread_mutex_t
   #endif
+  /// The lock, at the start of the one allocation that holds both the lock and the state.
+  @usableFromInline let lock: UnsafeMutablePointer<Lock>
   /// Behind a pointer rather than a stored `var`, so that an access costs no dynamic
-  /// exclusivity check: the lock already makes it exclusive.
+  /// exclusivity check: the lock already makes it exclusive. It follows the lock in the same
+  /// allocation, so a box costs two allocations (this object and its storage), not three.
   @usableFromInline let state: UnsafeMutablePointer<State>
 
   package init(_ initialState: State) {
-    state = .allocate(capacity: 1)
+    let stateOffset = Self.stateOffset
+    let storage = UnsafeMutableRawPointer.allocate(
+      byteCount: stateOffset + MemoryLayout<State>.size,
+      alignment: max(MemoryLayout<Lock>.alignment, MemoryLayout<State>.alignment))
+    lock = storage.bindMemory(to: Lock.self, capacity: 1)
+    state = (storage + stateOffset).bindMemory(to: State.self, capacity: 1)
     state.initialize(to: initialState)
     #if canImport(Darwin)
-      lock = .allocate(capacity: 1)
       lock.initialize(to: os_unfair_lock())
     #else
-      lock = .allocate(capacity: 1)
       lock.initialize(to: pthread_mutex_t())
       let status = pthread_mutex_init(lock, nil)
       precondition(status == 0, "pthread_mutex_init failed with \(status)")
@@ -55,9 +61,14 @@ package final class LockBox<State>: @unchecked Sendable {
       pthread_mutex_destroy(lock)
     #endif
     lock.deinitialize(count: 1)
-    lock.deallocate()
     state.deinitialize(count: 1)
-    state.deallocate()
+    UnsafeMutableRawPointer(lock).deallocate()
+  }
+
+  /// Where the state starts in the storage: after the lock, aligned for `State`.
+  private static var stateOffset: Int {
+    let alignment = MemoryLayout<State>.alignment
+    return (MemoryLayout<Lock>.size + alignment - 1) / alignment * alignment
   }
 
   /// Runs `body` with exclusive access to the state.
