@@ -34,19 +34,21 @@ package final class LockBox<State>: @unchecked Sendable {
   #endif
   /// The lock, at the start of the one allocation that holds both the lock and the state.
   @usableFromInline let lock: UnsafeMutablePointer<Lock>
-  /// Behind a pointer rather than a stored `var`, so that an access costs no dynamic
-  /// exclusivity check: the lock already makes it exclusive. It follows the lock in the same
-  /// allocation, so a box costs two allocations (this object and its storage), not three.
-  @usableFromInline let state: UnsafeMutablePointer<State>
+
+  /// The state, after the lock in the same allocation: a box costs two allocations (this object
+  /// and its storage), not three. Behind a pointer rather than a stored `var`, so that an
+  /// access costs no dynamic exclusivity check: the lock already makes it exclusive.
+  @inlinable var state: UnsafeMutablePointer<State> {
+    (UnsafeMutableRawPointer(lock) + Self.stateOffset).assumingMemoryBound(to: State.self)
+  }
 
   package init(_ initialState: State) {
     let stateOffset = Self.stateOffset
     let storage = UnsafeMutableRawPointer.allocate(
       byteCount: stateOffset + MemoryLayout<State>.size,
       alignment: max(MemoryLayout<Lock>.alignment, MemoryLayout<State>.alignment))
+    (storage + stateOffset).bindMemory(to: State.self, capacity: 1).initialize(to: initialState)
     lock = storage.bindMemory(to: Lock.self, capacity: 1)
-    state = (storage + stateOffset).bindMemory(to: State.self, capacity: 1)
-    state.initialize(to: initialState)
     #if canImport(Darwin)
       lock.initialize(to: os_unfair_lock())
     #else
@@ -66,7 +68,7 @@ package final class LockBox<State>: @unchecked Sendable {
   }
 
   /// Where the state starts in the storage: after the lock, aligned for `State`.
-  private static var stateOffset: Int {
+  @inlinable static var stateOffset: Int {
     let alignment = MemoryLayout<State>.alignment
     return (MemoryLayout<Lock>.size + alignment - 1) / alignment * alignment
   }
