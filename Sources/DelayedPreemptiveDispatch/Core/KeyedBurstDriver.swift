@@ -43,9 +43,9 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @usableFromInline
   struct KeyState: Sendable {
     @usableFromInline var slot: BurstSlot<Value>
+    @usableFromInline var isRunning = false
     /// Runs decided and not yet started, oldest first; they start one at a time.
     @usableFromInline var decided = RunQueue<Run>()
-    @usableFromInline var isRunning = false
 
     @inlinable
     init(slot: BurstSlot<Value>) {
@@ -324,8 +324,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   @inlinable
-  mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout KeyedEffects)
-  {
+  mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout KeyedEffects) {
     heap.insert(TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: key))
     if let armed, armed.deadline <= timer.deadline { return }
     arm(at: timer.deadline, &effects)

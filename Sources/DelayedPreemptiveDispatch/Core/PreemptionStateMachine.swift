@@ -78,12 +78,13 @@ struct PreemptionStateMachine<Work> {
     @inlinable var hasTrailingSubmission: Bool { lastSeq != leadingSeq }
   }
 
-  /// The task given last, at init or by a submission; `work: nil` reuses it.
-  @usableFromInline var lastWork: Work?
+  // Declared widest first, so that the keyed driver's per-key state packs tightly.
   @usableFromInline var burst: Burst?
   /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
   /// it. Never nil while a burst is pending.
   @usableFromInline var liveTimer: TimerRequest?
+  /// The task given last, at init or by a submission; `work: nil` reuses it.
+  @usableFromInline var lastWork: Work?
 
   @inlinable
   init(work: Work?) {
