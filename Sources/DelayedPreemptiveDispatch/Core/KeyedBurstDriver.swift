@@ -216,8 +216,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
           TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: entry.key))
       case .ended(let run, let closing):
         effects.closings.append(closing)
-        if let run { decide(run, for: entry.key, &effects) }
-        endBurst(of: entry.key, &effects)
+        if let run { decide(run, for: entry.key, at: position, &effects) }
+        endBurst(of: entry.key, at: position, &effects)
       }
     }
     if popped == limit, let first = heap.first, first.deadline <= now {
@@ -278,7 +278,14 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   @inlinable
   mutating func decide(_ run: Run, for key: Key, _ effects: inout KeyedEffects) {
-    let position = keys.position(of: key)!
+    decide(run, for: key, at: keys.position(of: key)!, &effects)
+  }
+
+  /// ``decide(_:for:_:)`` for a key whose position in `keys` is known.
+  @inlinable
+  mutating func decide(
+    _ run: Run, for key: Key, at position: Int, _ effects: inout KeyedEffects
+  ) {
     keys[at: position].decided.append(run)
     outstanding += 1
     if !keys[at: position].isRunning && keys[at: position].decided.count == 1 {
@@ -300,9 +307,14 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// The burst of `key` ended (its closing is in `effects`).
   @inlinable
   mutating func endBurst(of key: Key, _ effects: inout KeyedEffects) {
+    endBurst(of: key, at: keys.position(of: key)!, &effects)
+  }
+
+  /// ``endBurst(of:_:)`` for a key whose position in `keys` is known.
+  @inlinable
+  mutating func endBurst(of key: Key, at position: Int, _ effects: inout KeyedEffects) {
     pendingCount -= 1
     outstanding -= 1
-    let position = keys.position(of: key)!
     keys[at: position].slot.forgetWork()
     if keys[at: position].isIdle { drop(key) }
     effects.becameIdle = outstanding == 0
