@@ -2,7 +2,7 @@ import Contenders
 import Dispatch
 
 /// The keyed workloads outside the harness, for a profiler:
-///   ProfileDriver keyed-arm|keyed-resubmit|keyed-due keyed-queue|queue-dictionary|... [keys]
+///   ProfileDriver keyed-arm|keyed-resubmit|keyed-memory|keyed-due keyed-queue|queue-dictionary|... [keys]
 func keyedWorkload(_ workload: String, _ contender: KeyedContender, keys: Int) {
   func measure<D: KeyedDebouncer>(_: D.Type) {
     let countdown = Countdown(count: keys)
@@ -27,6 +27,11 @@ func keyedWorkload(_ workload: String, _ contender: KeyedContender, keys: Int) {
       print(
         "due at once: armed \((armed - start) / 1_000_000) ms, all ran \((ran - max(armed, deadline)) / 1_000_000) ms after the deadline"
       )
+    case "keyed-memory":
+      let before = ProcessMemory.residentBytes()
+      for key in 0..<keys { debouncer.submit(key, delay: .seconds(60)) }
+      let growth = ProcessMemory.residentBytes() - before
+      print("keyed-memory \(contender.rawValue): \(growth / keys) B of resident growth per key")
     default:
       for key in 0..<keys { debouncer.submit(key, delay: .seconds(60)) }
     }

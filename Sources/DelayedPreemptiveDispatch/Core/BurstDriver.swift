@@ -1,4 +1,5 @@
 /// How far ahead a submission asks to run.
+@usableFromInline
 enum RequestedDelay: Sendable {
   case nanoseconds(Int64)
   /// Converted by the driver, through the cache of the last duration.
@@ -156,17 +157,23 @@ struct BurstDriver<Work: Sendable>: Sendable {
 }
 
 /// A first-in, first-out queue that reuses its storage: amortised O(1) at both ends.
+@usableFromInline
 struct RunQueue<Element> {
-  private var elements: [Element?] = []
-  private var head = 0
+  @usableFromInline var elements: [Element?] = []
+  @usableFromInline var head = 0
 
-  var isEmpty: Bool { head == elements.count }
-  var count: Int { elements.count - head }
+  @inlinable
+  init() {}
 
+  @inlinable var isEmpty: Bool { head == elements.count }
+  @inlinable var count: Int { elements.count - head }
+
+  @inlinable
   mutating func append(_ element: Element) {
     elements.append(element)
   }
 
+  @inlinable
   mutating func popFirst() -> Element? {
     guard head < elements.count else { return nil }
     let element = elements[head].take()

@@ -9,56 +9,67 @@ protocol TicketOwner: AnyObject, Sendable {
 /// A record is allocated once per burst, never per submission: a ``DelayTicket`` is the record
 /// plus a sequence number. The shell tells the record about preemptions only while somebody
 /// awaits an outcome (see ``TicketLedger``), so a submission costs no record access.
-final class BurstRecord: Sendable {
-  private struct State {
-    weak var owner: (any TicketOwner)?
-    let leadingSeq: UInt64?
-    var leadingFinished = false
-    /// Every non-leading submission below this one is known to be preempted.
-    var preemptedBelow: UInt64 = 0
-    /// Set when the burst ends: its last submission (nil if it had only a leading one).
-    var closed = false
-    var lastSeq: UInt64?
-    /// Set once the last submission has run (`.executed`) or was cancelled.
-    var lastOutcome: DelayOutcome?
-    var waiters: [(seq: UInt64, continuation: CheckedContinuation<DelayOutcome, Never>)] = []
+///
+/// The record is the lock box of its state itself (two allocations: the box, and one block for
+/// its lock and state), because a keyed instance makes one per pending key.
+@usableFromInline
+typealias BurstRecord = LockBox<BurstRecordState>
 
-    func outcome(of seq: UInt64) -> DelayOutcome? {
-      if seq == leadingSeq { return leadingFinished ? .executed : nil }
-      if closed {
-        guard seq == lastSeq else { return .preempted }
-        return lastOutcome
-      }
-      return seq < preemptedBelow ? .preempted : nil
-    }
+/// The state of a ``BurstRecord``, only ever accessed under its lock.
+@usableFromInline
+struct BurstRecordState {
+  /// A ``TicketOwner``; kept as `AnyObject` so that the inlinable submission path, which
+  /// creates records in client code, need not see the protocol.
+  weak var owner: AnyObject?
+  let leadingSeq: UInt64?
+  var leadingFinished = false
+  /// Every non-leading submission below this one is known to be preempted.
+  var preemptedBelow: UInt64 = 0
+  /// Set when the burst ends: its last submission (nil if it had only a leading one).
+  var closed = false
+  var lastSeq: UInt64?
+  /// Set once the last submission has run (`.executed`) or was cancelled.
+  var lastOutcome: DelayOutcome?
+  var waiters: [(seq: UInt64, continuation: CheckedContinuation<DelayOutcome, Never>)] = []
 
-    mutating func takeResolved() -> [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] {
-      var resolved: [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] = []
-      var waiting: [(seq: UInt64, continuation: CheckedContinuation<DelayOutcome, Never>)] = []
-      for waiter in waiters {
-        if let outcome = outcome(of: waiter.seq) {
-          resolved.append((waiter.continuation, outcome))
-        } else {
-          waiting.append(waiter)
-        }
-      }
-      waiters = waiting
-      return resolved
+  func outcome(of seq: UInt64) -> DelayOutcome? {
+    if seq == leadingSeq { return leadingFinished ? .executed : nil }
+    if closed {
+      guard seq == lastSeq else { return .preempted }
+      return lastOutcome
     }
+    return seq < preemptedBelow ? .preempted : nil
   }
 
-  private let state: LockBox<State>
+  mutating func takeResolved() -> [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] {
+    var resolved: [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] = []
+    var waiting: [(seq: UInt64, continuation: CheckedContinuation<DelayOutcome, Never>)] = []
+    for waiter in waiters {
+      if let outcome = outcome(of: waiter.seq) {
+        resolved.append((waiter.continuation, outcome))
+      } else {
+        waiting.append(waiter)
+      }
+    }
+    waiters = waiting
+    return resolved
+  }
+}
 
-  init(owner: any TicketOwner, leadingSeq: UInt64?) {
-    state = LockBox(State(owner: owner, leadingSeq: leadingSeq))
+extension LockBox where State == BurstRecordState {
+  @usableFromInline
+  convenience init(owner: AnyObject, leadingSeq: UInt64?) {
+    self.init(BurstRecordState(owner: owner, leadingSeq: leadingSeq))
   }
 
   /// Records that every non-leading submission below `seq` was preempted.
+  @usableFromInline
   func preempt(below seq: UInt64) {
     update { $0.preemptedBelow = max($0.preemptedBelow, seq) }
   }
 
   /// The burst ended; `lastSeq` runs or is cancelled, every other submission was preempted.
+  @usableFromInline
   func close(lastSeq: UInt64?) {
     update {
       $0.closed = true
@@ -67,26 +78,28 @@ final class BurstRecord: Sendable {
   }
 
   /// The last submission of the ended burst resolved with `outcome`.
+  @usableFromInline
   func finish(_ outcome: DelayOutcome) {
     update { $0.lastOutcome = outcome }
   }
 
   /// The leading submission's task has returned.
+  @usableFromInline
   func finishLeading() {
     update { $0.leadingFinished = true }
   }
 
   /// The outcome of `seq` as far as the record knows it now; `nil` while it is open.
   func knownOutcome(of seq: UInt64) -> DelayOutcome? {
-    state.withLock { $0.outcome(of: seq) }
+    withLock { $0.outcome(of: seq) }
   }
 
   func outcome(of seq: UInt64) async -> DelayOutcome {
-    let (known, owner) = state.withLock { ($0.outcome(of: seq), $0.owner) }
+    let (known, owner) = withLock { ($0.outcome(of: seq), $0.owner) }
     if let known { return known }
-    await owner?.synchronize(self)
+    await (owner as? any TicketOwner)?.synchronize(self)
     return await withCheckedContinuation { continuation in
-      let known = state.withLock { state in
+      let known = withLock { state in
         let known = state.outcome(of: seq)
         if known == nil { state.waiters.append((seq, continuation)) }
         return known
@@ -96,7 +109,7 @@ final class BurstRecord: Sendable {
   }
 
   private func update(_ change: (inout State) -> Void) {
-    let resolved = state.withLock { state in
+    let resolved = withLock { state in
       change(&state)
       return state.waiters.isEmpty ? [] : state.takeResolved()
     }

@@ -1,22 +1,36 @@
 /// One burst line with its tickets: a ``PreemptionStateMachine`` and the ``TicketLedger`` of its
 /// current burst. Every machine action becomes ticket bookkeeping here, in one place, for every
 /// shell: the single drivers hold one slot, the keyed driver one per key.
+@usableFromInline
 struct BurstSlot<Work: Sendable>: Sendable {
-  typealias Machine = PreemptionStateMachine<Work>
+  @usableFromInline typealias Machine = PreemptionStateMachine<Work>
 
   /// What a submission did.
+  @usableFromInline
   struct Submission {
-    var ticket: DelayTicket
+    @usableFromInline var ticket: DelayTicket
     /// The submission started a burst.
-    var started = false
+    @usableFromInline var started = false
     /// The leading run of a burst that started, to run before anything decided later.
-    var leading: DecidedRun<Work>?
-    var timer: TimerRequest?
+    @usableFromInline var leading: DecidedRun<Work>?
+    @usableFromInline var timer: TimerRequest?
     /// `timer` replaces a live timer, which is now stale.
-    var replacedLiveTimer = false
+    @usableFromInline var replacedLiveTimer = false
+
+    @inlinable
+    init(
+      ticket: DelayTicket, started: Bool = false, timer: TimerRequest? = nil,
+      replacedLiveTimer: Bool = false
+    ) {
+      self.ticket = ticket
+      self.started = started
+      self.timer = timer
+      self.replacedLiveTimer = replacedLiveTimer
+    }
   }
 
   /// What a firing timer did.
+  @usableFromInline
   enum Firing {
     case stale
     case rearm(TimerRequest)
@@ -24,19 +38,21 @@ struct BurstSlot<Work: Sendable>: Sendable {
     case ended(DecidedRun<Work>?, BurstClosing)
   }
 
-  private(set) var machine: Machine
-  private var ledger: TicketLedger
+  @usableFromInline var machine: Machine
+  @usableFromInline var ledger: TicketLedger
 
+  @inlinable
   init(work: Work?, reportsPreemptionAlways: Bool = false) {
     machine = Machine(work: work)
     ledger = TicketLedger(reportsAlways: reportsPreemptionAlways)
   }
 
-  var isPending: Bool { machine.isPending }
+  @inlinable var isPending: Bool { machine.isPending }
 
+  @inlinable
   mutating func delay(
     at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs,
-    owner: any TicketOwner
+    owner: AnyObject
   ) -> Submission {
     let hadTimer = machine.liveTimer != nil
     switch machine.delay(at: now, until: requested, work: work, rules: rules, ids: &ids) {
@@ -56,6 +72,7 @@ struct BurstSlot<Work: Sendable>: Sendable {
     }
   }
 
+  @inlinable
   mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> Firing {
     switch machine.timerFired(at: now, generation: generation, ids: &ids) {
     case .stale: return .stale
@@ -67,11 +84,13 @@ struct BurstSlot<Work: Sendable>: Sendable {
   }
 
   /// Ends the pending burst by running its task; `nil` when idle.
+  @inlinable
   mutating func flush() -> (run: DecidedRun<Work>?, closing: BurstClosing)? {
     machine.flush().map { ended($0.0, $0.1) }
   }
 
   /// Ends the pending burst without running it; `nil` when idle.
+  @inlinable
   mutating func cancel() -> BurstClosing? {
     machine.cancel().map {
       BurstClosing(record: ledger.end(), lastSeq: $0.lastSeq, cancelled: true)
@@ -79,6 +98,7 @@ struct BurstSlot<Work: Sendable>: Sendable {
   }
 
   /// Cancels the pending burst and forgets the task.
+  @inlinable
   mutating func release() -> BurstClosing? {
     machine.release().map {
       BurstClosing(record: ledger.end(), lastSeq: $0.lastSeq, cancelled: true)
@@ -86,16 +106,19 @@ struct BurstSlot<Work: Sendable>: Sendable {
   }
 
   /// Forgets the task given last (keyed: an idle key keeps no value).
+  @inlinable
   mutating func forgetWork() {
     machine.forgetWork()
   }
 
   /// Brings `record` up to date if it belongs to the pending burst.
+  @inlinable
   mutating func synchronize(_ record: BurstRecord) {
     ledger.synchronize(record, lastSeq: machine.burst?.lastSeq)
   }
 
-  private mutating func ended(_ work: Work?, _ end: Machine.BurstEnd) -> (
+  @inlinable
+  mutating func ended(_ work: Work?, _ end: Machine.BurstEnd) -> (
     run: DecidedRun<Work>?, closing: BurstClosing
   ) {
     let record = ledger.end()
@@ -105,13 +128,22 @@ struct BurstSlot<Work: Sendable>: Sendable {
 }
 
 /// A task the driver decided to run, with the ticket to resolve once it has returned.
+@usableFromInline
 struct DecidedRun<Work: Sendable>: Sendable {
-  let work: Work
-  let record: BurstRecord
+  @usableFromInline let work: Work
+  @usableFromInline let record: BurstRecord
   /// The leading run of its burst, rather than the run that ends it.
-  let isLeading: Bool
+  @usableFromInline let isLeading: Bool
+
+  @inlinable
+  init(work: Work, record: BurstRecord, isLeading: Bool) {
+    self.work = work
+    self.record = record
+    self.isLeading = isLeading
+  }
 
   /// Resolves the run's submission as `.executed`; call once the task has returned.
+  @inlinable
   func resolve() {
     if isLeading { record.finishLeading() } else { record.finish(.executed) }
   }
@@ -119,12 +151,21 @@ struct DecidedRun<Work: Sendable>: Sendable {
 
 /// The end of a burst, as its tickets learn it: every submission but `lastSeq` (and a leading
 /// one) is preempted; `lastSeq` resolves `.cancelled` now, or `.executed` once its run returns.
+@usableFromInline
 struct BurstClosing: Sendable {
-  let record: BurstRecord
-  let lastSeq: UInt64?
-  let cancelled: Bool
+  @usableFromInline let record: BurstRecord
+  @usableFromInline let lastSeq: UInt64?
+  @usableFromInline let cancelled: Bool
+
+  @inlinable
+  init(record: BurstRecord, lastSeq: UInt64?, cancelled: Bool) {
+    self.record = record
+    self.lastSeq = lastSeq
+    self.cancelled = cancelled
+  }
 
   /// Resolves the tickets; call outside any lock, since it resumes their waiters.
+  @inlinable
   func apply() {
     record.close(lastSeq: lastSeq)
     if cancelled { record.finish(.cancelled) }

@@ -2,22 +2,26 @@ import Dispatch
 
 /// Where a firing timer delivers: on a serial dispatch queue (the GCD shells run the due task
 /// right there, in the timer's block) or in an async context (the actors).
+@usableFromInline
 enum TimerDelivery: Sendable {
   case queue(DispatchQueue, @Sendable () -> Void)
   case task(@Sendable () async -> Void)
 }
 
 /// Cancels an armed timer; a timer that already fired or has no cancellation ignores it.
+@usableFromInline
 struct TimerHandle: Sendable {
-  private let cancelAction: (@Sendable () -> Void)?
+  @usableFromInline let cancelAction: (@Sendable () -> Void)?
 
   /// A timer that cannot be cancelled (a ``SchedulingClock`` keeps its own list).
   static let none = TimerHandle(cancelAction: nil)
 
+  @usableFromInline
   init(cancelAction: (@Sendable () -> Void)?) {
     self.cancelAction = cancelAction
   }
 
+  @inlinable
   func cancel() {
     cancelAction?()
   }
@@ -28,6 +32,7 @@ struct TimerHandle: Sendable {
 /// A shell arms at most one live timer at a time (one for the whole instance, keyed or not); a
 /// timer that is no longer live may still fire, and is a no-op by generation. Shells hold what
 /// they arm weakly, so a pending timer keeps no owner alive.
+@usableFromInline
 protocol BurstTimer: Sendable {
   func now() -> Tick
   /// Delivers once `deadline` is reached.

@@ -15,10 +15,12 @@ public struct DelayTicket: Sendable {
 
   private let storage: Storage
 
+  @usableFromInline
   init(record: BurstRecord, seq: UInt64) {
     storage = .pending(record, seq)
   }
 
+  @usableFromInline
   init(resolved outcome: DelayOutcome) {
     storage = .resolved(outcome)
   }

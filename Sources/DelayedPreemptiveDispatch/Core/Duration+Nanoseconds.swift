@@ -1,8 +1,8 @@
 extension Duration {
   /// `Int64.max` nanoseconds (about 292 years): the longest span a time line of ``Tick``s holds.
-  static let saturationCeiling = Duration.nanoseconds(Int64.max)
+  @usableFromInline static let saturationCeiling = Duration.nanoseconds(Int64.max)
   /// `Int64.min` nanoseconds.
-  static let saturationFloor = Duration.nanoseconds(Int64.min)
+  @usableFromInline static let saturationFloor = Duration.nanoseconds(Int64.min)
 
   /// The duration in whole nanoseconds (truncated toward zero), clamped to `Int64`, for every
   /// `Duration` value.
@@ -12,6 +12,7 @@ extension Duration {
   /// `components`. Elsewhere `components` is used, after comparing against the bounds on the
   /// duration itself: it traps when the seconds do not fit in `Int64` (beyond about 9.2e18 s),
   /// and values in range cannot overflow, since their seconds are below 9.3e9.
+  @inlinable
   var saturatingNanoseconds: Int64 {
     if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
       return Int64(clamping: attoseconds / 1_000_000_000)
@@ -20,6 +21,7 @@ extension Duration {
   }
 
   /// ``saturatingNanoseconds`` through `components`, for systems without `attoseconds`.
+  @usableFromInline
   var saturatingNanosecondsFromComponents: Int64 {
     if self >= .saturationCeiling { return .max }
     if self <= .saturationFloor { return .min }
@@ -28,6 +30,7 @@ extension Duration {
   }
 
   /// `seconds` as a duration; `parameter` names the argument in the precondition message.
+  @usableFromInline
   static func checkedSeconds(_ seconds: Double, parameter: String) -> Int64 {
     requireArgument(
       seconds.isFinite, "\(parameter) must be a finite number of seconds, got \(seconds)")

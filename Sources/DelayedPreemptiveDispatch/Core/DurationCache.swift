@@ -4,11 +4,13 @@
 /// systems before 2024) that costs more than the rest of a `delay` call together. Callers nearly always pass the same delay again (a debounce of
 /// `.milliseconds(300)` per keystroke), so one cached pair, compared in two 64-bit words, turns
 /// that division into a comparison.
+@usableFromInline
 struct DurationCache: Sendable {
-  private var duration: Duration = .zero
-  private var nanoseconds: Int64 = 0
+  @usableFromInline var duration: Duration = .zero
+  @usableFromInline var nanoseconds: Int64 = 0
 
   /// `duration` in whole nanoseconds, clamped to `Int64`.
+  @inlinable
   mutating func nanoseconds(of duration: Duration) -> Int64 {
     if duration != self.duration {
       self.duration = duration

@@ -22,27 +22,36 @@
 /// adapter submits to its timer queue under its own lock, to keep the submissions in the order
 /// of its decisions, and that submission reads the clock the adapter was given (its `now`, and
 /// `schedule` for a `SchedulingClock`). A clock must therefore not call back into the adapter.
+@usableFromInline
 package final class LockBox<State>: @unchecked Sendable {
   // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
   // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that
   // are initialised in `init` and destroyed only in `deinit`, when no other reference exists.
   #if canImport(Darwin)
-    private let lock: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline typealias Lock = os_unfair_lock
   #else
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline typealias Lock = pthread_mutex_t
   #endif
-  /// Behind a pointer rather than a stored `var`, so that an access costs no dynamic
-  /// exclusivity check: the lock already makes it exclusive.
-  private let state: UnsafeMutablePointer<State>
+  /// The lock, at the start of the one allocation that holds both the lock and the state.
+  @usableFromInline let lock: UnsafeMutablePointer<Lock>
+
+  /// The state, after the lock in the same allocation: a box costs two allocations (this object
+  /// and its storage), not three. Behind a pointer rather than a stored `var`, so that an
+  /// access costs no dynamic exclusivity check: the lock already makes it exclusive.
+  @inlinable var state: UnsafeMutablePointer<State> {
+    (UnsafeMutableRawPointer(lock) + Self.stateOffset).assumingMemoryBound(to: State.self)
+  }
 
   package init(_ initialState: State) {
-    state = .allocate(capacity: 1)
-    state.initialize(to: initialState)
+    let stateOffset = Self.stateOffset
+    let storage = UnsafeMutableRawPointer.allocate(
+      byteCount: stateOffset + MemoryLayout<State>.size,
+      alignment: max(MemoryLayout<Lock>.alignment, MemoryLayout<State>.alignment))
+    (storage + stateOffset).bindMemory(to: State.self, capacity: 1).initialize(to: initialState)
+    lock = storage.bindMemory(to: Lock.self, capacity: 1)
     #if canImport(Darwin)
-      lock = .allocate(capacity: 1)
       lock.initialize(to: os_unfair_lock())
     #else
-      lock = .allocate(capacity: 1)
       lock.initialize(to: pthread_mutex_t())
       let status = pthread_mutex_init(lock, nil)
       precondition(status == 0, "pthread_mutex_init failed with \(status)")
@@ -54,19 +63,26 @@ package final class LockBox<State>: @unchecked Sendable {
       pthread_mutex_destroy(lock)
     #endif
     lock.deinitialize(count: 1)
-    lock.deallocate()
     state.deinitialize(count: 1)
-    state.deallocate()
+    UnsafeMutableRawPointer(lock).deallocate()
+  }
+
+  /// Where the state starts in the storage: after the lock, aligned for `State`.
+  @inlinable static var stateOffset: Int {
+    let alignment = MemoryLayout<State>.alignment
+    return (MemoryLayout<Lock>.size + alignment - 1) / alignment * alignment
   }
 
   /// Runs `body` with exclusive access to the state.
+  @inlinable
   package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
     acquire()
     defer { release() }
     return try body(&state.pointee)
   }
 
-  private func acquire() {
+  @inlinable
+  func acquire() {
     #if canImport(Darwin)
       os_unfair_lock_lock(lock)
     #else
@@ -74,7 +90,8 @@ package final class LockBox<State>: @unchecked Sendable {
     #endif
   }
 
-  private func release() {
+  @inlinable
+  func release() {
     #if canImport(Darwin)
       os_unfair_lock_unlock(lock)
     #else

@@ -14,15 +14,23 @@
 ///
 /// `Work` should be a struct or class, not a bare closure type: a closure stored as a generic
 /// value is kept in its most general form, which costs an allocation per store.
+@usableFromInline
 struct PreemptionStateMachine<Work> {
   /// How the submissions of an ended burst resolve.
+  @usableFromInline
   struct BurstEnd: Equatable, Sendable {
     /// The submission that runs or is cancelled at the end; `nil` when the burst only had its
     /// leading submission. Every other submission of the burst except the leading one was
     /// preempted.
-    var lastSeq: UInt64?
+    @usableFromInline var lastSeq: UInt64?
+
+    @inlinable
+    init(lastSeq: UInt64?) {
+      self.lastSeq = lastSeq
+    }
   }
 
+  @usableFromInline
   enum DelayAction {
     /// No task was ever given: the submission resolves `.cancelled` and nothing changes.
     case rejected
@@ -34,6 +42,7 @@ struct PreemptionStateMachine<Work> {
     case joined(seq: UInt64, timer: TimerRequest?)
   }
 
+  @usableFromInline
   enum FireAction {
     /// The timer is not the live one: do nothing.
     case stale
@@ -44,36 +53,49 @@ struct PreemptionStateMachine<Work> {
     case ended(Work?, BurstEnd)
   }
 
+  @usableFromInline
   struct Burst: Sendable {
-    var lastSeq: UInt64
+    @usableFromInline var lastSeq: UInt64
     /// The submission whose task ran at the start of the burst (`leading` option).
-    var leadingSeq: UInt64?
-    var quietDeadline: Tick
-    var maxWaitDeadline: Tick?
+    @usableFromInline var leadingSeq: UInt64?
+    @usableFromInline var quietDeadline: Tick
+    @usableFromInline var maxWaitDeadline: Tick?
 
+    @inlinable
+    init(lastSeq: UInt64, leadingSeq: UInt64?, quietDeadline: Tick, maxWaitDeadline: Tick?) {
+      self.lastSeq = lastSeq
+      self.leadingSeq = leadingSeq
+      self.quietDeadline = quietDeadline
+      self.maxWaitDeadline = maxWaitDeadline
+    }
+
+    @inlinable
     var deadline: Tick {
       guard let maxWaitDeadline, maxWaitDeadline < quietDeadline else { return quietDeadline }
       return maxWaitDeadline
     }
 
-    var hasTrailingSubmission: Bool { lastSeq != leadingSeq }
+    @inlinable var hasTrailingSubmission: Bool { lastSeq != leadingSeq }
   }
 
-  /// The task given last, at init or by a submission; `work: nil` reuses it.
-  private(set) var lastWork: Work?
-  private(set) var burst: Burst?
+  // Declared widest first, so that the keyed driver's per-key state packs tightly.
+  @usableFromInline var burst: Burst?
   /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
   /// it. Never nil while a burst is pending.
-  private(set) var liveTimer: TimerRequest?
+  @usableFromInline var liveTimer: TimerRequest?
+  /// The task given last, at init or by a submission; `work: nil` reuses it.
+  @usableFromInline var lastWork: Work?
 
+  @inlinable
   init(work: Work?) {
     lastWork = work
   }
 
-  var isPending: Bool { burst != nil }
+  @inlinable var isPending: Bool { burst != nil }
 
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
   /// `now` means "due now".
+  @inlinable
   mutating func delay(
     at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
   ) -> DelayAction {
@@ -109,6 +131,7 @@ struct PreemptionStateMachine<Work> {
   }
 
   /// The timer named `generation` fired at `now`.
+  @inlinable
   mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> FireAction {
     guard generation == liveTimer?.generation else { return .stale }
     liveTimer = nil
@@ -119,6 +142,7 @@ struct PreemptionStateMachine<Work> {
   }
 
   /// Ends the pending burst by running its task now; `nil` when idle.
+  @inlinable
   mutating func flush() -> (Work?, BurstEnd)? {
     guard let burst else { return nil }
     guard case .ended(let work, let end) = endWithRun(burst) else {
@@ -128,6 +152,7 @@ struct PreemptionStateMachine<Work> {
   }
 
   /// Ends the pending burst without running it; `nil` when idle.
+  @inlinable
   mutating func cancel() -> BurstEnd? {
     guard let burst else { return nil }
     self.burst = nil
@@ -135,6 +160,7 @@ struct PreemptionStateMachine<Work> {
   }
 
   /// Cancels the pending burst and forgets the task, so that nothing the task captured is kept.
+  @inlinable
   mutating func release() -> BurstEnd? {
     lastWork = nil
     return cancel()
@@ -142,11 +168,13 @@ struct PreemptionStateMachine<Work> {
 
   /// Forgets the task given last; the keyed drivers do so when a key's burst ends, so that an
   /// idle key keeps no value.
+  @inlinable
   mutating func forgetWork() {
     lastWork = nil
   }
 
-  private mutating func endWithRun(_ burst: Burst) -> FireAction {
+  @inlinable
+  mutating func endWithRun(_ burst: Burst) -> FireAction {
     // The burst ends; the live timer stays in flight, for a later burst to adopt.
     self.burst = nil
     guard burst.hasTrailingSubmission else { return .ended(nil, BurstEnd(lastSeq: nil)) }
@@ -156,7 +184,8 @@ struct PreemptionStateMachine<Work> {
     return .ended(lastWork, BurstEnd(lastSeq: burst.lastSeq))
   }
 
-  private mutating func arm(_ deadline: Tick, ids: inout BurstIDs) -> TimerRequest {
+  @inlinable
+  mutating func arm(_ deadline: Tick, ids: inout BurstIDs) -> TimerRequest {
     let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
     liveTimer = timer
     return timer
@@ -166,22 +195,31 @@ struct PreemptionStateMachine<Work> {
 extension PreemptionStateMachine: Sendable where Work: Sendable {}
 
 /// A timer a driver must arm: report it fired, with its generation, once `deadline` is reached.
+@usableFromInline
 struct TimerRequest: Equatable, Sendable {
-  var deadline: Tick
-  var generation: UInt64
+  @usableFromInline var deadline: Tick
+  @usableFromInline var generation: UInt64
+
+  @inlinable
+  init(deadline: Tick, generation: UInt64) {
+    self.deadline = deadline
+    self.generation = generation
+  }
 }
 
 /// The rules every burst of an instance shares: its ``DelayOptions``, converted once.
+@usableFromInline
 struct BurstRules: Sendable {
-  let deadlinePolicy: DeadlinePolicy
+  @usableFromInline let deadlinePolicy: DeadlinePolicy
   /// `maxWait` in nanoseconds, negative values as zero; `nil` for no bound.
-  let maxWaitNanoseconds: Int64?
-  let leading: Bool
+  @usableFromInline let maxWaitNanoseconds: Int64?
+  @usableFromInline let leading: Bool
   /// `tolerance` in nanoseconds, with `nil` and negative values as zero.
-  let toleranceNanoseconds: Int64
+  @usableFromInline let toleranceNanoseconds: Int64
   /// `tolerance` as given, for the clocks that take one.
-  let tolerance: Duration?
+  @usableFromInline let tolerance: Duration?
 
+  @inlinable
   init(_ options: DelayOptions) {
     deadlinePolicy = options.deadlinePolicy
     maxWaitNanoseconds = options.maxWait.map { max($0.saturatingNanoseconds, 0) }
@@ -193,15 +231,18 @@ struct BurstRules: Sendable {
 
 /// The counters that name submissions and timers. A keyed instance keeps one set for all its
 /// keys, so that a timer armed for a key's earlier burst can never pass for a later one's.
+@usableFromInline
 struct BurstIDs: Sendable {
-  private var sequence: UInt64 = 0
-  private var generation: UInt64 = 0
+  @usableFromInline var sequence: UInt64 = 0
+  @usableFromInline var generation: UInt64 = 0
 
+  @inlinable
   mutating func nextSequence() -> UInt64 {
     defer { sequence &+= 1 }
     return sequence
   }
 
+  @inlinable
   mutating func nextGeneration() -> UInt64 {
     generation &+= 1
     return generation

@@ -6,13 +6,21 @@
 /// flushed" rather than a crash. A clock's time line reads at most `Int64.max` nanoseconds
 /// (about 292 years) from `init`, so a deadline that far or farther is never reached; see
 /// ``ClockTimeline``.
+@usableFromInline
 struct Tick: InstantProtocol {
-  var nanoseconds: UInt64
+  @usableFromInline var nanoseconds: UInt64
 
+  @inlinable
+  init(nanoseconds: UInt64) {
+    self.nanoseconds = nanoseconds
+  }
+
+  @inlinable
   func advanced(by duration: Duration) -> Tick {
     advanced(byNanoseconds: duration.saturatingNanoseconds)
   }
 
+  @inlinable
   func advanced(byNanoseconds delta: Int64) -> Tick {
     if delta >= 0 {
       let (sum, overflow) = nanoseconds.addingReportingOverflow(UInt64(delta))
@@ -22,11 +30,13 @@ struct Tick: InstantProtocol {
     return Tick(nanoseconds: nanoseconds > magnitude ? nanoseconds - magnitude : 0)
   }
 
+  @inlinable
   func duration(to other: Tick) -> Duration {
     other.nanoseconds >= nanoseconds
       ? .nanoseconds(Int64(clamping: other.nanoseconds - nanoseconds))
       : .nanoseconds(-Int64(clamping: nanoseconds - other.nanoseconds))
   }
 
+  @inlinable
   static func < (lhs: Tick, rhs: Tick) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 }

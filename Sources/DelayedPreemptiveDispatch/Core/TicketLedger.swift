@@ -1,21 +1,24 @@
 /// The shell-side bookkeeping that links the state machine's sequence numbers to the
 /// ``BurstRecord`` of the pending burst. Kept inside the shell's lock (queue) or isolation
 /// (actor), next to the machine.
+@usableFromInline
 struct TicketLedger: Sendable {
-  private(set) var current: BurstRecord?
+  @usableFromInline var current: BurstRecord?
   /// Whether somebody awaits an outcome of the current burst, so that submissions must report
   /// preemptions to the record. Sticky until the burst ends.
-  private var reportsPreemption = false
+  @usableFromInline var reportsPreemption = false
   /// Reports every preemption at once, for owners that cannot find a burst from its record
   /// (the keyed shells: one record per key's burst).
-  private let reportsAlways: Bool
+  @usableFromInline let reportsAlways: Bool
 
+  @inlinable
   init(reportsAlways: Bool = false) {
     self.reportsAlways = reportsAlways
   }
 
   /// Starts the record of a new burst and returns the ticket of its first submission.
-  mutating func begin(seq: UInt64, leading: Bool, owner: any TicketOwner) -> DelayTicket {
+  @inlinable
+  mutating func begin(seq: UInt64, leading: Bool, owner: AnyObject) -> DelayTicket {
     let record = BurstRecord(owner: owner, leadingSeq: leading ? seq : nil)
     current = record
     reportsPreemption = reportsAlways
@@ -23,6 +26,7 @@ struct TicketLedger: Sendable {
   }
 
   /// A submission joined the current burst; the submissions before it are preempted.
+  @inlinable
   mutating func join(seq: UInt64) -> DelayTicket {
     guard let current else {
       preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
@@ -32,6 +36,7 @@ struct TicketLedger: Sendable {
   }
 
   /// Brings `record` up to date if it is the current burst's; `lastSeq` is the machine's.
+  @inlinable
   mutating func synchronize(_ record: BurstRecord, lastSeq: UInt64?) {
     guard record === current, let lastSeq else { return }
     reportsPreemption = true
@@ -39,6 +44,7 @@ struct TicketLedger: Sendable {
   }
 
   /// The current burst ended; returns its record for the shell to close outside its lock.
+  @inlinable
   mutating func end() -> BurstRecord {
     guard let record = current else {
       preconditionFailure("Internal inconsistency: a burst ended with no record")

@@ -2,24 +2,37 @@
 /// key) with lazy deletion. A timer that is no longer its key's live one stays in the heap until
 /// it is popped (or a compaction drops it) and is then a no-op by generation, so re-arming or
 /// cancelling a key never searches the heap.
+@usableFromInline
 struct TimerHeap<Key: Sendable>: Sendable {
+  @usableFromInline
   struct Entry: Sendable {
-    var deadline: Tick
-    var generation: UInt64
-    var key: Key
+    @usableFromInline var deadline: Tick
+    @usableFromInline var generation: UInt64
+    @usableFromInline var key: Key
+
+    @inlinable
+    init(deadline: Tick, generation: UInt64, key: Key) {
+      self.deadline = deadline
+      self.generation = generation
+      self.key = key
+    }
   }
 
-  private(set) var entries: [Entry] = []
+  @usableFromInline var entries: [Entry] = []
 
-  var count: Int { entries.count }
-  var first: Entry? { entries.first }
+  @inlinable init() {}
 
+  @inlinable var count: Int { entries.count }
+  @inlinable var first: Entry? { entries.first }
+
+  @inlinable
   mutating func insert(_ entry: Entry) {
     entries.append(entry)
     siftUp(entries.count - 1)
   }
 
   /// Removes and returns the earliest entry if it is due by `now`.
+  @inlinable
   mutating func popDue(by now: Tick) -> Entry? {
     guard let first = entries.first, first.deadline <= now else { return nil }
     let last = entries.removeLast()
@@ -31,17 +44,20 @@ struct TimerHeap<Key: Sendable>: Sendable {
   }
 
   /// Keeps only the entries `isLive` accepts, in O(n).
+  @inlinable
   mutating func compact(keeping isLive: (Entry) -> Bool) {
     entries.removeAll { !isLive($0) }
     if entries.capacity > 4 * max(entries.count, 16) { entries = Array(entries) }
     for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(index) }
   }
 
-  private static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
+  @inlinable
+  static func precedes(_ lhs: Entry, _ rhs: Entry) -> Bool {
     (lhs.deadline.nanoseconds, lhs.generation) < (rhs.deadline.nanoseconds, rhs.generation)
   }
 
-  private mutating func siftUp(_ start: Int) {
+  @inlinable
+  mutating func siftUp(_ start: Int) {
     var child = start
     while child > 0 {
       let parent = (child - 1) / 2
@@ -51,7 +67,8 @@ struct TimerHeap<Key: Sendable>: Sendable {
     }
   }
 
-  private mutating func siftDown(_ start: Int) {
+  @inlinable
+  mutating func siftDown(_ start: Int) {
     var parent = start
     while true {
       let left = 2 * parent + 1

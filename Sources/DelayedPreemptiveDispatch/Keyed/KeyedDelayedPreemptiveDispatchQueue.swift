@@ -45,7 +45,7 @@ import Dispatch
 public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable, Value: Sendable>:
   Sendable
 {
-  private let core: KeyedDispatchCore<Key, Value>
+  @usableFromInline let core: KeyedDispatchCore<Key, Value>
 
   /// Creates a keyed queue whose timer follows real time (`DispatchTime`, `asyncAfter`).
   ///
@@ -89,6 +89,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   ///
   /// - Precondition: `seconds` is finite.
   @discardableResult
+  @inlinable
   public func delay(_ key: Key, _ seconds: TimeInterval, value: Value) -> DelayTicket {
     core.delay(
       key,
@@ -99,12 +100,14 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   /// Submits `value` for `key`, to run `duration` from now; the same as
   /// ``delay(_:_:value:)`` with a `Duration`.
   @discardableResult
+  @inlinable
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
     core.delay(key, .duration(duration), value: value)
   }
 
   /// Ends the key's pending burst without running it; its submissions resolve `.cancelled`. A
   /// task of the key that already started runs to its end.
+  @inlinable
   public func cancel(_ key: Key) {
     core.cancel(key)
   }
@@ -116,6 +119,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
 
   /// Runs the key's pending task at once (after a task of the key that is running) and ends
   /// its burst; does nothing when the key is idle.
+  @inlinable
   public func flush(_ key: Key) {
     core.flush(key)
   }
@@ -126,6 +130,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   }
 
   /// Whether the key has a pending burst (a running task does not count).
+  @inlinable
   public func isPending(_ key: Key) -> Bool {
     core.isPending(key)
   }
@@ -151,12 +156,14 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
 extension KeyedDelayedPreemptiveDispatchQueue where Value == Void {
   /// Submits `key` to run `seconds` from now; for keys that say it all.
   @discardableResult
+  @inlinable
   public func delay(_ key: Key, _ seconds: TimeInterval) -> DelayTicket {
     delay(key, seconds, value: ())
   }
 
   /// Submits `key` to run `duration` from now; for keys that say it all.
   @discardableResult
+  @inlinable
   public func delay(_ key: Key, for duration: Duration) -> DelayTicket {
     delay(key, for: duration, value: ())
   }

@@ -13,26 +13,32 @@ import Dispatch
 /// It says only how to arm (``BurstTimer``) and how to run (a worker block takes a batch of due
 /// runs from the driver, runs them one after another, and reports them finished as it takes
 /// the next batch). Timers capture the core weakly, so a pending timer keeps nothing alive.
+@usableFromInline
 final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: TicketOwner {
-  typealias Driver = KeyedBurstDriver<Key, Value>
+  @usableFromInline typealias Driver = KeyedBurstDriver<Key, Value>
 
-  private struct State {
-    var driver: Driver
+  /// How many due heap entries a timer delivery handles per hold of the lock.
+  @usableFromInline static var dueChunk: Int { 4_096 }
+
+  @usableFromInline
+  struct State {
+    @usableFromInline var driver: Driver
     /// Timer deliveries on a clock, waiting for the runs decided so far to finish, so that a
     /// test clock's `advance` returns once the tasks it made due have returned.
-    var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    @usableFromInline var drainWaiters: [CheckedContinuation<Void, Never>] = []
   }
 
-  private let timerQueue: DispatchQueue
-  private let runQueue: DispatchQueue
+  @usableFromInline let timerQueue: DispatchQueue
+  @usableFromInline let runQueue: DispatchQueue
   /// Entered when the instance becomes busy, left when it is idle again.
-  let group = DispatchGroup()
-  private let timer: any BurstTimer
-  private let drainsOnFire: Bool
-  private let tolerance: Duration?
-  private let task: @Sendable (Key, Value) -> Void
-  private let state: LockBox<State>
+  @usableFromInline let group = DispatchGroup()
+  @usableFromInline let timer: any BurstTimer
+  @usableFromInline let drainsOnFire: Bool
+  @usableFromInline let tolerance: Duration?
+  @usableFromInline let task: @Sendable (Key, Value) -> Void
+  @usableFromInline let state: LockBox<State>
 
+  @usableFromInline
   init(
     label: String, qos: DispatchQoS, target: DispatchQueue?, timer: any BurstTimer,
     drainsOnFire: Bool, options: DelayOptions, maxConcurrentTasks: Int?,
@@ -54,6 +60,7 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       State(driver: Driver(options: options, maxConcurrentTasks: maxConcurrentTasks)))
   }
 
+  @inlinable
   func delay(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
     let now = timer.now()
     let (ticket, effects) = state.withLock { state in
@@ -75,17 +82,24 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     return group.wait(timeout: timeout)
   }
 
+  @inlinable
   func cancel(_ key: Key) { perform(state.withLock { $0.driver.cancel(key) }) }
+  @inlinable
   func cancelAll() { perform(state.withLock { $0.driver.cancelAll() }) }
+  @inlinable
   func flush(_ key: Key) { perform(state.withLock { $0.driver.flush(key) }) }
+  @inlinable
   func flushAll() { perform(state.withLock { $0.driver.flushAll() }) }
+  @inlinable
   func release() { perform(state.withLock { $0.driver.release() }) }
 
+  @inlinable
   func isPending(_ key: Key) -> Bool { state.withLock { $0.driver.isPending(key) } }
-  var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
-  var footprint: (keys: Int, timers: Int) { state.withLock { $0.driver.footprint } }
+  @inlinable var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
+  @inlinable var footprint: (keys: Int, timers: Int) { state.withLock { $0.driver.footprint } }
 
-  private func perform(_ effects: KeyedEffects) {
+  @inlinable
+  func perform(_ effects: KeyedEffects) {
     effects.applyClosings()
     effects.cancelledTimer?.cancel()
     for _ in 0..<effects.workers { runQueue.async { self.work() } }
@@ -94,7 +108,8 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   }
 
   /// A worker: runs batches of due runs until the driver has none left.
-  private func work() {
+  @inlinable
+  func work() {
     var finished: [Key] = []
     while true {
       let (runs, effects, drained) = state.withLock { state in
@@ -116,13 +131,24 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     }
   }
 
-  private func timerFired(generation: UInt64) {
+  @inlinable
+  func timerFired(generation: UInt64) {
     let now = timer.now()
-    perform(state.withLock { $0.driver.timerFired(at: now, generation: generation) })
+    // Due bursts end in chunks, with the lock released in between, so that workers start on
+    // the first runs while later ones are still being decided.
+    var effects = state.withLock {
+      $0.driver.timerFired(at: now, generation: generation, limit: Self.dueChunk)
+    }
+    while effects.moreDue {
+      perform(effects)
+      effects = state.withLock { $0.driver.popDue(at: now, limit: Self.dueChunk) }
+    }
+    perform(effects)
   }
 
   /// On a clock: fires, then returns once every run decided so far has returned.
-  private func timerFiredAndDrained(generation: UInt64) async {
+  @inlinable
+  func timerFiredAndDrained(generation: UInt64) async {
     timerFired(generation: generation)
     await withCheckedContinuation { continuation in
       let drained = state.withLock { state in
@@ -133,7 +159,8 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     }
   }
 
-  private func arm(_ request: TimerRequest) {
+  @inlinable
+  func arm(_ request: TimerRequest) {
     let generation = request.generation
     let delivery: TimerDelivery =
       drainsOnFire
@@ -147,6 +174,7 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
 }
 
 /// Which keyed core's tasks the current thread is running, in a thread-local slot.
+@usableFromInline
 enum WorkerThread {
   private static let slot: pthread_key_t = {
     var key = pthread_key_t()
@@ -155,6 +183,7 @@ enum WorkerThread {
     return key
   }()
 
+  @usableFromInline
   static func mark(_ core: AnyObject?) {
     pthread_setspecific(
       slot, core.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
@@ -167,6 +196,7 @@ enum WorkerThread {
 
 extension Array {
   /// Returns the elements and leaves the array empty.
+  @inlinable
   mutating func take() -> [Element] {
     defer { self = [] }
     return self
