@@ -161,11 +161,10 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   private func arm(_ request: TimerRequest) {
-    let generation = request.generation
-    let handle = timer.arm(
-      at: request.deadline, tolerance: tolerance,
-      delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
-    if let replaced = driver.install(handle, generation: generation) { replaced.cancel() }
+    let handle = timer.arm(request, tolerance: tolerance) { [weak self] generation in
+      await self?.timerFired(generation: generation)
+    }
+    driver.install(handle, generation: request.generation)?.cancel()
   }
 }
 

@@ -54,18 +54,17 @@ struct BurstDriver<Work: Sendable>: Sendable {
   /// The machine, for tests.
   var machine: PreemptionStateMachine<Work> { slot.machine }
 
+  /// A submission; what the shell must do afterwards goes into `effects`, which the caller
+  /// keeps outside its lock (returning it with the ticket would copy it through the lock's
+  /// generic result on every call).
+  @inline(__always)  // the queue's hot path: keep it specialised, never generic
   mutating func delay(
-    _ delay: RequestedDelay, now: Tick, work: Work?, owner: any TicketOwner
-  ) -> (DelayTicket, BurstEffects) {
-    let requested: Tick
-    switch delay {
-    case .nanoseconds(let nanoseconds): requested = now.advanced(byNanoseconds: nanoseconds)
-    case .duration(let duration):
-      requested = now.advanced(byNanoseconds: durations.nanoseconds(of: duration))
-    }
+    _ delay: RequestedDelay, now: Tick, work: Work?, owner: any TicketOwner,
+    effects: inout BurstEffects
+  ) -> DelayTicket {
+    let requested = durations.deadline(after: delay, from: now)
     let submission = slot.delay(
       at: now, until: requested, work: work, rules: rules, ids: &ids, owner: owner)
-    var effects = BurstEffects()
     if submission.started {
       effects.startedBurst = true
       effects.becameBusy = outstanding == 0
@@ -73,7 +72,16 @@ struct BurstDriver<Work: Sendable>: Sendable {
     }
     if let leading = submission.leading { decide(leading, &effects) }
     if let timer = submission.timer { arm(timer, &effects) }
-    return (submission.ticket, effects)
+    return submission.ticket
+  }
+
+  /// A submission, returning its ticket and effects together.
+  mutating func delay(
+    _ delay: RequestedDelay, now: Tick, work: Work?, owner: any TicketOwner
+  ) -> (DelayTicket, BurstEffects) {
+    var effects = BurstEffects()
+    let ticket = self.delay(delay, now: now, work: work, owner: owner, effects: &effects)
+    return (ticket, effects)
   }
 
   mutating func timerFired(at now: Tick, generation: UInt64) -> BurstEffects {

@@ -49,7 +49,7 @@ struct BurstSlot<Work: Sendable>: Sendable {
 
   @inlinable var isPending: Bool { machine.isPending }
 
-  @inlinable
+  @inlinable @inline(__always)  // every shell's hot path: keep it specialised, never generic
   mutating func delay(
     at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs,
     owner: AnyObject

@@ -104,12 +104,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   mutating func delay(
     _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: AnyObject
   ) -> (DelayTicket, KeyedEffects) {
-    let requested: Tick
-    switch delay {
-    case .nanoseconds(let nanoseconds): requested = now.advanced(byNanoseconds: nanoseconds)
-    case .duration(let duration):
-      requested = now.advanced(byNanoseconds: durations.nanoseconds(of: duration))
-    }
+    let requested = durations.deadline(after: delay, from: now)
     var effects = KeyedEffects()
     // A pending key is updated in place through its index: no default value to build, and
     // no copy of its state. A new key's state is built aside and stored once.

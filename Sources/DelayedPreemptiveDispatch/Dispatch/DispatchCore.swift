@@ -57,10 +57,12 @@ final class DispatchCore: TicketOwner {
 
   func delay(_ delay: RequestedDelay, work: (@Sendable () -> Void)?) -> DelayTicket {
     let now = timer.now()
-    let (ticket, effects) = state.withLock { driver in
-      let result = driver.delay(delay, now: now, work: work.map(SyncWork.init), owner: self)
-      if result.1.becameBusy { group.enter() }
-      return result
+    var effects = BurstEffects()
+    let ticket = state.withLock { driver in
+      let ticket = driver.delay(
+        delay, now: now, work: work.map(SyncWork.init), owner: self, effects: &effects)
+      if effects.becameBusy { group.enter() }
+      return ticket
     }
     perform(effects)
     return ticket
