@@ -63,6 +63,12 @@ struct BurstDriver<Work: Sendable>: Sendable {
     effects: inout BurstEffects
   ) -> DelayTicket {
     let requested = durations.deadline(after: delay, from: now)
+    if slot.isPending {
+      let (ticket, timer) = slot.join(
+        at: now, until: requested, work: work, rules: rules, ids: &ids)
+      if let timer { arm(timer, &effects) }
+      return ticket
+    }
     let submission = slot.delay(
       at: now, until: requested, work: work, rules: rules, ids: &ids, owner: owner)
     if submission.started {

@@ -72,6 +72,21 @@ struct BurstSlot<Work: Sendable>: Sendable {
     }
   }
 
+  /// A submission to the pending burst: the single shells' hot path, kept apart from the start
+  /// of a burst so that it moves no run, record or flags it does not need.
+  @inlinable @inline(__always)
+  mutating func join(
+    at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
+  ) -> (ticket: DelayTicket, timer: TimerRequest?) {
+    guard
+      case .joined(let seq, let timer) = machine.delay(
+        at: now, until: requested, work: work, rules: rules, ids: &ids)
+    else {
+      preconditionFailure("Internal inconsistency: a submission to a pending burst did not join it")
+    }
+    return (ledger.join(seq: seq), timer)
+  }
+
   @inlinable
   mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> Firing {
     switch machine.timerFired(at: now, generation: generation, ids: &ids) {
