@@ -17,6 +17,10 @@ let package = Package(
     // between checkouts (a worktree, CI's fresh clone).
     .package(name: "DelayedPreemptiveDispatch", path: ".."),
     .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+    .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
   ],
   targets: [
     .target(
@@ -24,9 +28,12 @@ let package = Package(
       dependencies: [
         .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "Metrics", package: "swift-metrics"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]
     ),
-    // The replica process: runs a queue's worker until SIGTERM. The tests start three of them.
+    // The operator's worker tool: runs a queue's worker as a service until SIGTERM.
     .executableTarget(
       name: "dpd-postgres-worker",
       dependencies: [
@@ -44,12 +51,26 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ]
     ),
+    // The replica under test: a worker whose handler records its runs, fences its writes or
+    // kills its own process, as the tests ask. It is no product: it ships with nothing.
+    .executableTarget(
+      name: "dpd-postgres-test-worker",
+      dependencies: [
+        "DelayedPreemptiveDispatchPostgres",
+        .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+      ],
+      path: "Tests/TestWorker"
+    ),
     .testTarget(
       name: "DelayedPreemptiveDispatchPostgresTests",
       dependencies: [
         "DelayedPreemptiveDispatchPostgres",
         "dpd-postgres-worker",
+        "dpd-postgres-test-worker",
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "MetricsTestKit", package: "swift-metrics"),
+        .product(name: "Logging", package: "swift-log"),
       ]
     ),
   ],

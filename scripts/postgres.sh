@@ -4,6 +4,9 @@
 #   scripts/postgres.sh start   # starts one (or finds the running one) and prints its URL
 #   scripts/postgres.sh url     # prints the URL of the running one
 #   scripts/postgres.sh stop    # stops it and removes its data directory
+#   scripts/postgres.sh restart # pg_ctl restart -m fast: the outage of a database restart
+#   scripts/postgres.sh freeze  # SIGSTOP the postmaster: new connections get no answer
+#   scripts/postgres.sh thaw    # SIGCONT the postmaster
 #
 # The server uses Debian's packages (installed with apt-get when `initdb` is missing), keeps its
 # data in a fresh temporary directory owned by `postgres`, listens on 127.0.0.1 only, on a free
@@ -132,8 +135,29 @@ stop_quietly() {
   rm -f "$state"
 }
 
+postmaster_pid() {
+  head -1 "$DIR/data/postmaster.pid"
+}
+
 case "${1:-}" in
 start) start ;;
+restart)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" -m fast -w -t 60 restart -l "$DIR/server.log" >/dev/null
+  ;;
+freeze)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  kill -STOP "$(postmaster_pid)"
+  ;;
+thaw)
+  read_state && kill -CONT "$(postmaster_pid)"
+  ;;
 url)
   if is_running; then
     echo "$URL"
@@ -151,7 +175,7 @@ stop)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|url" >&2
+  echo "usage: $0 start|stop|url|restart|freeze|thaw" >&2
   exit 2
   ;;
 esac

@@ -92,43 +92,63 @@ struct DelayStatement: PostgresPreparedStatement {
 let wakeChannel = "dpd_wake"
 
 /// Claims up to `limit` due rows (waiting past their deadline, or running with an expired
-/// lease), skipping rows that another replica is claiming at this moment.
+/// lease), skipping rows that another replica is claiming at this moment. Each claim counts as
+/// an attempt (P11) and takes a fence from the sequence `dpd_fence`. A row whose lease ran out
+/// after its `maxAttempts`-th run (its worker died or lost the lease every time) is kept as
+/// failed instead of run again: it comes back with `exhausted` set, and is not claimed.
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
   static let sql = """
     WITH due AS (
-      SELECT key FROM dpd_bursts
+      SELECT key, claim IS NOT NULL AS taken_over FROM dpd_bursts
       WHERE name = $1 AND NOT failed AND due_at <= clock_timestamp()
       ORDER BY due_at
       LIMIT $2
       FOR UPDATE SKIP LOCKED
     )
-    UPDATE dpd_bursts AS b SET claim = gen_random_uuid(), owner = $3,
-      claimed_generation = b.generation,
-      due_at = clock_timestamp() + $4 * interval '1 millisecond'
+    UPDATE dpd_bursts AS b SET
+      failed = \(exhausted),
+      last_error = CASE WHEN \(exhausted) THEN 'its worker died or lost its lease during each of '
+        || b.attempts || ' runs' ELSE b.last_error END,
+      claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
+      owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
+      claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
+      fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
+      attempts = CASE WHEN \(exhausted) THEN b.attempts ELSE b.attempts + 1 END,
+      due_at = CASE WHEN \(exhausted) THEN b.due_at
+        ELSE clock_timestamp() + $4 * interval '1 millisecond' END
     FROM due WHERE b.name = $1 AND b.key = due.key
-    RETURNING b.key, b.value::text, b.claim, b.attempts
+    RETURNING b.key, b.value::text, b.claim, b.attempts, b.fence, b.failed,
+      due.taken_over,
+      (extract(epoch FROM clock_timestamp() - b.deadline) * 1000)::float8
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8]
+  /// A run of this row began and never recorded its end `maxAttempts` times.
+  private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
+  static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8, .int8]
 
   var name: String
   var limit: Int
   var owner: String
   var leaseMilliseconds: Double
+  var maxAttempts: Int
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 4)
+    var bindings = PostgresBindings(capacity: 5)
     bindings.append(name)
     bindings.append(limit)
     bindings.append(owner)
     bindings.append(leaseMilliseconds)
+    bindings.append(maxAttempts)
     return bindings
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
-    let (key, json, claim, attempts) = try row.decode((String, String, UUID, Int).self)
-    return ClaimedBurst(key: key, json: json, claim: claim, attempts: attempts)
+    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness) = try row.decode(
+      (String, String, UUID?, Int, Int64?, Bool, Bool, Double).self)
+    return ClaimedBurst(
+      key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
+      exhausted: exhausted, takenOver: takenOver, latenessMilliseconds: lateness)
   }
 }
 
@@ -137,14 +157,23 @@ struct ClaimedBurst: Sendable {
   var key: String
   var json: String
   var claim: UUID
-  var attempts: Int
+  /// The run's number: 1 for the burst's first run.
+  var attempt: Int
+  var fence: Int64
+  /// Not claimed: kept as failed, its attempts spent on runs that never ended.
+  var exhausted: Bool
+  /// The row was claimed before, by a worker whose lease ran out.
+  var takenOver: Bool
+  /// From the burst's deadline to the claim, on the database's clock.
+  var latenessMilliseconds: Double
 }
 
 /// The end of successful runs, in one batch: deletes each row whose generation did not move
 /// since its claim, and releases the others as the waiting bursts that their submissions
-/// started (P3). A claim that was taken over (expired lease) matches nothing.
+/// started (P3). A claim that was taken over (expired lease) matches nothing: the claims it
+/// returns are those whose end was recorded.
 struct SucceededStatement: PostgresPreparedStatement {
-  typealias Row = Int
+  typealias Row = UUID
 
   static let sql = """
     WITH done AS (
@@ -153,14 +182,16 @@ struct SucceededStatement: PostgresPreparedStatement {
       DELETE FROM dpd_bursts AS b USING done
       WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
         AND b.generation = b.claimed_generation
-      RETURNING b.key
+      RETURNING b.key, b.claim
+    ), released AS (
+      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+        attempts = 0, due_at = b.deadline
+      FROM done
+      WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
+        AND b.key NOT IN (SELECT key FROM finished)
+      RETURNING done.claim
     )
-    UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-      attempts = 0, due_at = b.deadline
-    FROM done
-    WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
-      AND b.key NOT IN (SELECT key FROM finished)
-    RETURNING 1
+    SELECT claim FROM finished UNION ALL SELECT claim FROM released
     """
   static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .uuidArray]
 
@@ -176,29 +207,31 @@ struct SucceededStatement: PostgresPreparedStatement {
     return bindings
   }
 
-  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
 }
 
 /// The end of a run that threw: retry after an exponential backoff, or keep the row as failed
-/// after `maxAttempts`. A submission that arrived during the run starts a new burst with its
-/// own attempts, as after a success.
+/// once it has had `maxAttempts` runs (the claim counted this one). A submission that arrived
+/// during the run starts a new burst with its own attempts, as after a success. Returns
+/// whether the row was kept as failed; no row when the claim was taken over.
 struct FailedStatement: PostgresPreparedStatement {
-  typealias Row = Int
+  typealias Row = Bool
 
   static let sql = """
     UPDATE dpd_bursts SET claim = NULL, owner = NULL, claimed_generation = NULL,
-      attempts = CASE WHEN \(sameBurst) THEN attempts + 1 ELSE 0 END,
-      failed = \(sameBurst) AND attempts + 1 >= $4,
+      attempts = CASE WHEN \(sameBurst) THEN attempts ELSE 0 END,
+      failed = \(sameBurst) AND attempts >= $4,
       last_error = $6,
       deadline = CASE WHEN \(sameBurst) THEN \(retryAt) ELSE deadline END,
       due_at = CASE WHEN \(sameBurst) THEN \(retryAt) ELSE deadline END
     WHERE name = $1 AND key = $2 AND claim = $3
-    RETURNING 1
+    RETURNING failed
     """
   private static let sameBurst = "generation = claimed_generation"
-  /// base × 2^(attempts so far), at most five minutes.
+  /// base × 2^(runs so far − 1), at most five minutes.
   private static let retryAt =
-    "clock_timestamp() + least($5 * power(2, attempts), 300000) * interval '1 millisecond'"
+    "clock_timestamp() + least($5 * power(2, greatest(attempts - 1, 0)), 300000) "
+    + "* interval '1 millisecond'"
   static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .int8, .float8, .text]
 
   var name: String
@@ -219,17 +252,18 @@ struct FailedStatement: PostgresPreparedStatement {
     return bindings
   }
 
-  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
 }
 
-/// Extends the leases of the runs this replica holds.
+/// Extends the leases of all the runs one worker holds, in one statement on the index on
+/// `claim`. Returns the claims it renewed: a claim missing from the answer was taken over.
 struct RenewStatement: PostgresPreparedStatement {
-  typealias Row = Int
+  typealias Row = UUID
 
   static let sql = """
     UPDATE dpd_bursts SET due_at = clock_timestamp() + $3 * interval '1 millisecond'
-    WHERE name = $1 AND claim = ANY($2)
-    RETURNING 1
+    WHERE claim = ANY($2) AND name = $1
+    RETURNING claim
     """
   static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray, .float8]
 
@@ -245,7 +279,7 @@ struct RenewStatement: PostgresPreparedStatement {
     return bindings
   }
 
-  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
 }
 
 /// Milliseconds from the database's now to the earliest instant a row may be claimed (a

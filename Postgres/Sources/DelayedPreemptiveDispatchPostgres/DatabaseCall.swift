@@ -1,67 +1,231 @@
+import Logging
 import PostgresNIO
 
-/// Where the queue's database is, for the error that says it cannot be reached.
+/// Where the queue's database is, for the errors that name it.
 struct Endpoint: Sendable, Hashable {
   var host: String
   var port: Int
 }
 
 extension PostgresDelayedPreemptiveQueue {
-  /// Runs one database operation, turning a database that cannot be reached into
-  /// ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)``.
+  /// Runs one database call on a connection of the pool, bounded by `connectionTimeout` in fact:
+  /// it returns or throws within that time whatever the driver does with cancellation, and
+  /// every error it throws is a ``PostgresDelayedPreemptiveQueueError``.
   ///
-  /// The client's pool keeps retrying a refused connection for about a minute before it fails a
-  /// request, so the call also gives up after `connectionTimeout`; cancelling the waiting
-  /// request withdraws it from the pool, so nothing is written after the error.
+  /// The call is *sent* when `body` gets its connection. Before that, giving up (the timeout,
+  /// the caller's cancellation, a connection failure with a reason) withdraws it, so nothing is
+  /// written: ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)``.
+  /// After that, silence or a broken connection is
+  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``, and the
+  /// caller's cancellation no longer ends the call early.
   func database<Result: Sendable>(
-    _ operation: @escaping @Sendable () async throws -> Result
+    _ operation: String, key: String? = nil,
+    _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
   ) async throws -> Result {
+    let call = BoundedCall<Result>()
+    let failure = CallFailure(operation: operation, key: key, endpoint: endpoint)
     let timeout = connectionTimeout
-    let endpoint = endpoint
-    do {
-      return try await withThrowingTaskGroup(of: Result?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-          try await Task.sleep(for: timeout)
-          return nil
+    let client = client
+    let probe = probe
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        call.install(continuation)
+        let work = Task {
+          do {
+            let result = try await client.withConnection { connection in
+              guard call.startSending() else { throw CancellationError() }
+              return try await body(connection)
+            }
+            call.end(.success(result))
+          } catch {
+            call.end(.failure(failure.wrapping(error, sent: call.wasSent)))
+          }
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let result = first else {
-          throw PostgresDelayedPreemptiveQueueError.databaseUnreachable(
-            host: endpoint.host, port: endpoint.port,
-            reason: "no answer within \(timeout)")
+        call.onWithdraw { work.cancel() }
+        let timer = Task {
+          let start = ContinuousClock.now
+          if let probe, timeout > Self.probeDelay {
+            guard await sleep(for: Self.probeDelay) else { return }
+            if call.isWaiting,
+              let found = await probe.failure(within: timeout - (ContinuousClock.now - start))
+            {
+              call.giveUp(unsent: failure.unreachable(found.reason), sent: nil)
+            }
+          }
+          guard await sleep(until: start + timeout) else { return }
+          call.giveUp(
+            unsent: failure.unreachable("no answer within \(timeout)"),
+            sent: failure.unknown("no answer within \(timeout)"))
         }
-        return result
+        call.onEnd { timer.cancel() }
       }
-    } catch let error as PSQLError where error.code == .connectionError {
-      throw PostgresDelayedPreemptiveQueueError.databaseUnreachable(
-        host: endpoint.host, port: endpoint.port,
-        reason: error.underlying.map { String(describing: $0) } ?? "\(error.code)")
-    } catch let error where String(reflecting: type(of: error)).contains("ConnectionPoolError") {
-      throw PostgresDelayedPreemptiveQueueError.databaseUnreachable(
-        host: endpoint.host, port: endpoint.port, reason: String(describing: error))
+    } onCancel: {
+      call.giveUp(unsent: CancellationError(), sent: nil)
+    }
+  }
+
+  /// How long a call waits for a connection before the probe asks the server why it has none.
+  static var probeDelay: Duration { .milliseconds(500) }
+}
+
+/// Sleeps; returns false when cancelled.
+private func sleep(for duration: Duration) async -> Bool {
+  do {
+    try await Task.sleep(for: duration)
+    return true
+  } catch {
+    return false
+  }
+}
+
+private func sleep(until instant: ContinuousClock.Instant) async -> Bool {
+  do {
+    try await Task.sleep(until: instant, clock: .continuous)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/// The state of one bounded call: it ends exactly once, with the first of its answer, a
+/// timeout, a probe's reason or the caller's cancellation.
+final class BoundedCall<Result: Sendable>: Sendable {
+  private enum Phase { case waiting, sending, ended }
+  private struct State {
+    var phase = Phase.waiting
+    var sent = false
+    var continuation: CheckedContinuation<Result, any Error>?
+    var withdraw: (@Sendable () -> Void)?
+    var stopTimer: (@Sendable () -> Void)?
+  }
+  private let state = Locked(State())
+
+  var isWaiting: Bool { state.withLock { $0.phase == .waiting } }
+  var wasSent: Bool { state.withLock { $0.sent } }
+
+  func install(_ continuation: CheckedContinuation<Result, any Error>) {
+    state.withLock { $0.continuation = continuation }
+  }
+
+  /// Called with the connection, before anything is sent: false once the call was given up.
+  func startSending() -> Bool {
+    state.withLock {
+      guard $0.phase == .waiting else { return false }
+      $0.phase = .sending
+      $0.sent = true
+      return true
+    }
+  }
+
+  func onWithdraw(_ withdraw: @escaping @Sendable () -> Void) {
+    let now = state.withLock { state -> Bool in
+      guard state.phase != .ended else { return !state.sent }
+      state.withdraw = withdraw
+      return false
+    }
+    if now { withdraw() }
+  }
+
+  func onEnd(_ stopTimer: @escaping @Sendable () -> Void) {
+    let now = state.withLock { state -> Bool in
+      guard state.phase != .ended else { return true }
+      state.stopTimer = stopTimer
+      return false
+    }
+    if now { stopTimer() }
+  }
+
+  func end(_ outcome: Swift.Result<Result, any Error>) {
+    finish { _ in outcome }
+  }
+
+  /// Ends the call with `unsent` if nothing was sent yet, else with `sent` (nil: keep waiting).
+  func giveUp(unsent: any Error, sent: (any Error)?) {
+    finish { wasSent in
+      if !wasSent { return .failure(unsent) }
+      return sent.map { .failure($0) }
+    }
+  }
+
+  private func finish(_ outcome: (Bool) -> Swift.Result<Result, any Error>?) {
+    let ended = state.withLock { state -> (CheckedContinuation<Result, any Error>, Swift.Result<Result, any Error>, (@Sendable () -> Void)?, (@Sendable () -> Void)?)? in
+      guard state.phase != .ended, let continuation = state.continuation,
+        let result = outcome(state.sent)
+      else { return nil }
+      state.phase = .ended
+      state.continuation = nil
+      defer {
+        state.withdraw = nil
+        state.stopTimer = nil
+      }
+      return (continuation, result, state.sent ? nil : state.withdraw, state.stopTimer)
+    }
+    guard let (continuation, result, withdraw, stopTimer) = ended else { return }
+    withdraw?()
+    stopTimer?()
+    continuation.resume(with: result)
+  }
+}
+
+/// Turns what went wrong in one call into the package's typed error.
+struct CallFailure: Sendable {
+  var operation: String
+  var key: String?
+  var endpoint: Endpoint
+
+  func unreachable(_ reason: String) -> PostgresDelayedPreemptiveQueueError {
+    .databaseUnreachable(host: endpoint.host, port: endpoint.port, reason: reason)
+  }
+
+  func unknown(_ reason: String) -> PostgresDelayedPreemptiveQueueError {
+    .outcomeUnknown(key: key, host: endpoint.host, port: endpoint.port, reason: reason)
+  }
+
+  /// `sent`: whether the call had reached its connection when `error` happened.
+  func wrapping(_ error: any Error, sent: Bool) -> any Error {
+    switch error {
+    case let error as PostgresDelayedPreemptiveQueueError: return error
+    case is CancellationError: return error
+    case let error as PSQLError where error.code == .server:
+      let sqlState = error.serverInfo?[.sqlState] ?? "?????"
+      let message = error.serverInfo?[.message] ?? "\(error.code)"
+      // The server ends sessions when it shuts down or cannot take them: not the call's fault.
+      if sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") || sqlState == "53300" {
+        return unreachable("\(message) (SQLSTATE \(sqlState))")
+      }
+      if sqlState == Schema.newerSchemaState {
+        return PostgresDelayedPreemptiveQueueError.newerSchema(
+          found: Int(message) ?? -1, supported: Schema.version)
+      }
+      return PostgresDelayedPreemptiveQueueError.databaseError(
+        operation: operation, sqlState: sqlState, reason: message)
+    case let error as PSQLError:
+      let reason = error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
+      return sent ? unknown("the connection broke: \(reason)") : unreachable(reason)
+    default:
+      // The pool's own errors (its type is not public) and anything else from the driver.
+      return sent
+        ? unknown(String(describing: error)) : unreachable(String(describing: error))
     }
   }
 }
 
-extension PostgresClient {
+extension PostgresConnection {
   /// Executes a prepared statement and collects its rows.
-  func rows<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws
-    -> [Statement.Row]
+  func rows<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger)
+    async throws -> [Statement.Row]
   {
     var rows: [Statement.Row] = []
-    for try await row in try await execute(statement) { rows.append(row) }
+    for try await row in try await execute(statement, logger: logger) { rows.append(row) }
     return rows
   }
-}
 
-extension PostgresClient {
   /// Runs a query and decodes the first column of its first row.
-  func scalar<Column: PostgresDecodable>(_ query: PostgresQuery, as type: Column.Type)
-    async throws -> Column?
-  {
+  func scalar<Column: PostgresDecodable>(
+    _ query: PostgresQuery, as type: Column.Type, logger: Logger
+  ) async throws -> Column? {
     var first: Column?
-    for try await row in try await self.query(query) where first == nil {
+    for try await row in try await self.query(query, logger: logger) where first == nil {
       first = try row.decode(Column.self)
     }
     return first

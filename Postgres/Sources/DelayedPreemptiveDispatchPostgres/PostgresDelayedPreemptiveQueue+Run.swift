@@ -3,30 +3,52 @@ import PostgresNIO
 
 extension PostgresDelayedPreemptiveQueue {
   /// Works until the calling task is cancelled: claims due bursts and runs `handler` with each
-  /// key and its burst's last value, at most `concurrency` at once. On cancellation it claims
-  /// nothing more, lets running handlers finish (they are not cancelled), and returns.
+  /// one's ``PostgresBurstRun`` (key, last value, attempt, fence), at most `concurrency` at
+  /// once. On cancellation it claims nothing more, lets running handlers finish (they are not
+  /// cancelled), and returns.
   ///
-  /// Handlers run in tasks of their own, concurrently for different keys, never two at once for
-  /// one key on any replica (P3). While a handler runs, its lease is renewed every third of
-  /// `lease`; if this replica dies, another one runs the burst again after the lease (P4), so
-  /// handlers should be idempotent. A handler that throws is retried after `retryBackoff`,
-  /// doubling each time; after `maxAttempts` throws the burst is kept in ``failures()`` (P5).
+  /// Handlers run in tasks of their own, concurrently for different keys. While a handler runs,
+  /// and until its end is recorded, its lease is renewed every third of `lease`, in one
+  /// statement for all the runs of this worker. Runs of one key never overlap while every
+  /// replica reaches the database within its lease (P3). When this worker cannot renew a lease
+  /// (another replica took the burst over, or the database could not be reached for what was
+  /// left of the lease, or this process was paused), it cancels that handler's task as soon as
+  /// it learns of it, at the latest one renewal interval after it can run again, records no
+  /// end for that run, and logs a warning; the burst runs again elsewhere. A handler makes its
+  /// writes elsewhere safe against such a stale run with ``PostgresBurstRun/fence``.
+  ///
+  /// Every claim counts as an attempt (P11). A handler that throws is retried after
+  /// `retryBackoff`, doubling each time; a burst that had `maxAttempts` runs without success
+  /// (thrown, or never ended because its worker died or lost the lease) is kept in
+  /// ``failures()`` (P5).
   ///
   /// The worker sleeps until the earliest deadline it knows of. A submission that makes a
   /// deadline earlier, and every ``flush(_:)``, wake it through LISTEN/NOTIFY; `safetyPoll`
   /// bounds the sleep in case a wake-up is missed.
   ///
-  /// When claiming fails (the database went away), it stops claiming, waits for the handlers in
-  /// flight, and throws the error: restart the worker, as a service supervisor would.
+  /// Outages (P7): a database restart, a failover or dropped connections never end `run`.
+  /// Claims, renewals, completions and LISTEN retry with a backoff that doubles up to
+  /// `outageBackoff`, and the worker resumes by itself once the database is back; a completion
+  /// that could not be written is retried until the run's lease runs out, and then the run is
+  /// treated as lost. It throws only for what retrying cannot heal, after the handlers in
+  /// flight have finished: ``PostgresDelayedPreemptiveQueueError/newerSchema(found:supported:)``,
+  /// and ``PostgresDelayedPreemptiveQueueError/databaseError(operation:sqlState:reason:)`` for
+  /// a schema that was never migrated (`42P01`), a missing permission (`42501`), failed
+  /// authentication (`28…`) or an unknown database (`3D000`).
   ///
   /// ```swift
-  /// let worker = Task { try await queue.run(concurrency: 8) { key, value in try await work(key, value) } }
+  /// let worker = Task {
+  ///   try await queue.run(concurrency: 8) { run in
+  ///     try await index(run.key, run.value, fence: run.fence)
+  ///   }
+  /// }
   /// // on SIGTERM:
   /// worker.cancel()
   /// try await worker.value   // returns once the handlers in flight have finished
   /// ```
   public func run(
-    concurrency: Int = 4, handler: @escaping @Sendable (String, Value) async throws -> Void
+    concurrency: Int = 4,
+    handler: @escaping @Sendable (PostgresBurstRun<Value>) async throws -> Void
   ) async throws {
     requireArgument(
       concurrency >= 1, "PostgresDelayedPreemptiveQueue.run: concurrency must be at least 1")
@@ -34,33 +56,79 @@ extension PostgresDelayedPreemptiveQueue {
     try await Worker(queue: self, concurrency: concurrency, handler: handler, owner: owner).run()
   }
 
+  /// The same worker, for a handler that needs only the key and the burst's last value: a
+  /// convenience over the handler that takes a ``PostgresBurstRun``.
+  ///
+  /// ```swift
+  /// try await queue.run { documentID, edit in try await index(documentID, edit) }
+  /// ```
+  public func run(
+    concurrency: Int = 4, handler: @escaping @Sendable (String, Value) async throws -> Void
+  ) async throws {
+    try await run(concurrency: concurrency) { (run: PostgresBurstRun<Value>) in
+      try await handler(run.key, run.value)
+    }
+  }
+
   func claim(limit: Int, owner: String) async throws -> [ClaimedBurst] {
     let statement = ClaimStatement(
-      name: name, limit: limit, owner: owner, leaseMilliseconds: lease.milliseconds)
-    return try await database { try await client.rows(statement) }
+      name: name, limit: limit, owner: owner, leaseMilliseconds: lease.milliseconds,
+      maxAttempts: maxAttempts)
+    let logger = logger
+    return try await database("claim") { try await $0.rows(statement, logger: logger) }
   }
 
   func millisecondsUntilDue() async throws -> Double? {
     let statement = NextDueStatement(name: name)
-    return try await database { try await client.rows(statement).first ?? nil }
+    let logger = logger
+    return try await database("claim") { try await $0.rows(statement, logger: logger).first ?? nil }
   }
 
-  func renew(_ claims: [UUID]) async throws {
+  /// Renews the leases of `claims`; returns those it renewed. Bounded by `timeout` too.
+  func renew(_ claims: [UUID], timeout: Duration) async throws -> [UUID] {
     let statement = RenewStatement(
       name: name, claims: claims, leaseMilliseconds: lease.milliseconds)
-    _ = try await database { try await client.rows(statement) }
+    let logger = logger
+    var bounded = self
+    bounded.connectionTimeout = min(connectionTimeout, timeout)
+    return try await bounded.database("renew") { try await $0.rows(statement, logger: logger) }
   }
 
-  func succeeded(_ bursts: [ClaimedBurst]) async throws {
+  /// Records the ends of successful runs; returns the claims whose end was recorded (the
+  /// others were taken over).
+  func succeeded(_ bursts: [ClaimedBurst]) async throws -> [UUID] {
     let statement = SucceededStatement(
       name: name, keys: bursts.map(\.key), claims: bursts.map(\.claim))
-    _ = try await database { try await client.rows(statement) }
+    let logger = logger
+    return try await database("complete") { try await $0.rows(statement, logger: logger) }
   }
 
-  func failed(_ burst: ClaimedBurst, error: any Error) async throws {
+  /// Records the end of a run that threw: returns whether the burst is now kept as failed, or
+  /// nil when the claim was taken over and nothing was recorded.
+  func failed(_ burst: ClaimedBurst, error: any Error) async throws -> Bool? {
     let statement = FailedStatement(
       name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
       backoffMilliseconds: retryBackoff.milliseconds, error: String(describing: error))
-    _ = try await database { try await client.rows(statement) }
+    let logger = logger
+    return try await database("complete") { try await $0.rows(statement, logger: logger).first }
+  }
+
+  /// Bursts not finished, and seconds since the deadline of the oldest due one not claimed.
+  func gauges() async throws -> (pending: Int, overdueSeconds: Double) {
+    let name = name
+    let logger = logger
+    return try await database("sample") { connection in
+      var result = (pending: 0, overdueSeconds: 0.0)
+      let query: PostgresQuery = """
+        SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(due_at) FILTER (
+          WHERE claim IS NULL AND due_at <= clock_timestamp())), 0)::float8
+        FROM dpd_bursts WHERE name = \(name) AND NOT failed
+        """
+      for try await row in try await connection.query(query, logger: logger) {
+        let (pending, overdue) = try row.decode((Int, Double).self)
+        result = (pending, overdue)
+      }
+      return result
+    }
   }
 }

@@ -1,5 +1,7 @@
 import DelayedPreemptiveDispatch
 import Foundation
+import Logging
+import Metrics
 import PostgresNIO
 
 /// Keyed bursts shared by every replica of a service through one PostgreSQL database: the
@@ -27,72 +29,112 @@ import PostgresNIO
 public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendable {
   let client: PostgresClient
   let endpoint: Endpoint
+  /// Asks the server why connections fail; nil when the configuration was not given.
+  let probe: ConnectionProbe?
   let submissions = SubmissionBatcher<Value>()
+  let metrics: QueueMetrics
   /// The queue's name: its rows in `dpd_bursts` are those with this `name`.
   public let name: String
   /// The options given at `init`.
   public let options: DelayOptions
   /// How long a claimed burst stays claimed without a renewal.
   public let lease: Duration
-  /// How many times a burst's handler may throw before the burst is kept in ``failures()``.
+  /// How many runs a burst may have (each claim counts, P11) before it is kept in
+  /// ``failures()``.
   public let maxAttempts: Int
+  /// Where the queue logs (rule P9): lost leases and takeovers, retries and kept failures,
+  /// outages and recoveries, migrations. Every line carries the queue's name as metadata
+  /// `dpd.queue`; keys appear only at debug level.
+  public let logger: Logger
 
-  /// The first retry waits this long; each further one twice as long as the one before, up to
-  /// five minutes. Default: one second.
+  /// The longest key, in bytes of UTF-8: 1,024. PostgreSQL's index refuses entries over about
+  /// 2.7 KB; a longer key gets ``PostgresDelayedPreemptiveQueueError/invalidKey(key:reason:)``.
+  public static var maximumKeyBytes: Int { 1024 }
+  /// The longest queue name, in bytes of UTF-8: 256. A longer name stops the program at `init`.
+  public static var maximumNameBytes: Int { 256 }
+
+  /// The first retry of a handler that threw waits this long; each further one twice as long
+  /// as the one before, up to five minutes. Default: one second.
   public var retryBackoff: Duration = .seconds(1)
   /// The longest a sleeping worker waits before it looks for due work again, in case a wake-up
   /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline). Default:
   /// one second.
   public var safetyPoll: Duration = .seconds(1)
-  /// How long any call may wait for a database connection before it throws
-  /// ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)``. Default:
+  /// The longest any call waits for the database, in fact and not only in the message: a call
+  /// that got no connection by then throws
+  /// ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)`` (nothing
+  /// was written); a call that was sent and got no answer by then throws
+  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``. Default:
   /// ten seconds.
   public var connectionTimeout: Duration = .seconds(10)
+  /// While the database cannot be reached, a worker retries its claims, renewals and
+  /// completions after a backoff that starts at 100 ms and doubles up to this cap. Default:
+  /// five seconds. Bursts due after an outage start within `safetyPoll` plus this cap of the
+  /// database's return.
+  public var outageBackoff: Duration = .seconds(5)
 
   /// Creates a handle on the queue `name` in the database that `client` reaches; several
   /// handles (on several replicas) with one `name` share its bursts.
   ///
   /// Nothing is written until the first call. `name` separates queues that share the database;
-  /// an empty name is a programmer error and stops the program with a message. `options`
-  /// applies as in-process (`deadlinePolicy`, `maxWait`; `tolerance` is ignored: the database
-  /// gives no timer leeway); `options.leading` is not supported here and stops the program with
-  /// a message. `lease`: how long a claimed burst stays claimed without a renewal before another
-  /// replica may take it over; the running replica renews it every third of `lease`.
-  /// `maxAttempts`: how many times a burst's handler may throw before the burst is kept in
-  /// ``failures()``.
+  /// an empty name, one with a NUL character, or one over ``maximumNameBytes`` is a programmer
+  /// error and stops the program with a message. `options` applies as in-process
+  /// (`deadlinePolicy`, `maxWait`; `tolerance` is ignored: the database gives no timer leeway);
+  /// `options.leading` is not supported here and stops the program with a message. `lease`
+  /// (default 30 s, at least 10 ms): how long a claimed burst stays claimed without a renewal
+  /// before another replica may take it over; the running replica renews it every third of
+  /// `lease`. `maxAttempts` (default 5, at least 1): how many runs a burst may have before it is
+  /// kept in ``failures()``. `logger` (default: discards everything) gets the queue's log lines;
+  /// `metricsFactory` (default: the global `MetricsSystem.factory`) makes its metrics.
   ///
   /// A database that cannot be reached is reported without its host and port, which the client
-  /// does not expose; use ``init(client:configuration:name:options:lease:maxAttempts:)`` to
+  /// does not expose, and without the server's reason; use
+  /// ``init(client:configuration:name:options:lease:maxAttempts:logger:metricsFactory:)`` to
   /// have them named.
   public init(
     client: PostgresClient, name: String, options: DelayOptions = DelayOptions(),
-    lease: Duration = .seconds(30), maxAttempts: Int = 5
+    lease: Duration = .seconds(30), maxAttempts: Int = 5, logger: Logger = Self.silentLogger,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) {
     self.init(
-      client: client, endpoint: Endpoint(host: "(host not given)", port: 0), name: name,
-      options: options, lease: lease, maxAttempts: maxAttempts)
+      client: client, endpoint: Endpoint(host: "(host not given)", port: 0), probe: nil,
+      name: name, options: options, lease: lease, maxAttempts: maxAttempts, logger: logger,
+      metricsFactory: metricsFactory)
   }
 
-  /// The same as ``init(client:name:options:lease:maxAttempts:)``, given the configuration that
-  /// `client` was made with, so that an unreachable database is reported by host and port.
+  /// The same as ``init(client:name:options:lease:maxAttempts:logger:metricsFactory:)``, given
+  /// the configuration that `client` was made with, so that an unreachable database is
+  /// reported by host and port, with the reason the server or the network gives (a wrong
+  /// password, an unknown database, a refused connection) as soon as it is known.
   public init(
     client: PostgresClient, configuration: PostgresClient.Configuration, name: String,
-    options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30), maxAttempts: Int = 5
+    options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30), maxAttempts: Int = 5,
+    logger: Logger = Self.silentLogger, metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) {
     self.init(
       client: client,
       endpoint: Endpoint(
         host: configuration.host ?? configuration.unixSocketPath ?? "(unknown host)",
         port: configuration.port ?? 0),
-      name: name, options: options, lease: lease, maxAttempts: maxAttempts)
+      probe: ConnectionProbe(configuration: configuration),
+      name: name, options: options, lease: lease, maxAttempts: maxAttempts, logger: logger,
+      metricsFactory: metricsFactory)
   }
 
   init(
-    client: PostgresClient, endpoint: Endpoint, name: String, options: DelayOptions,
-    lease: Duration, maxAttempts: Int
+    client: PostgresClient, endpoint: Endpoint, probe: ConnectionProbe?, name: String,
+    options: DelayOptions, lease: Duration, maxAttempts: Int, logger: Logger,
+    metricsFactory: any MetricsFactory
   ) {
     requireArgument(
       !name.isEmpty, "PostgresDelayedPreemptiveQueue: name must not be empty")
+    requireArgument(
+      !name.unicodeScalars.contains("\0"),
+      "PostgresDelayedPreemptiveQueue: name must not contain a NUL character")
+    requireArgument(
+      name.utf8.count <= Self.maximumNameBytes,
+      "PostgresDelayedPreemptiveQueue: name must be at most \(Self.maximumNameBytes) bytes of "
+        + "UTF-8 (it has \(name.utf8.count))")
     requireArgument(
       !options.leading,
       "PostgresDelayedPreemptiveQueue: options.leading is not supported across replicas; "
@@ -107,44 +149,59 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
     self.client = client
     self.endpoint = endpoint
+    self.probe = probe
     self.name = name
     self.options = options
     self.lease = lease
     self.maxAttempts = maxAttempts
+    var logger = logger
+    logger[metadataKey: "dpd.queue"] = "\(name)"
+    self.logger = logger
+    self.metrics = QueueMetrics(queue: name, factory: metricsFactory)
   }
 
-  /// Creates or upgrades the schema (tables `dpd_schema` and `dpd_bursts`); idempotent, and safe
-  /// to call from every replica at start: concurrent calls wait for the first one.
+  /// The default logger: it discards every line.
+  public static var silentLogger: Logger {
+    Logger(label: "DelayedPreemptiveDispatchPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
+  }
+
+  /// Creates or upgrades the schema (tables `dpd_schema` and `dpd_bursts`, sequence
+  /// `dpd_fence`); idempotent, and safe to call from every replica at start: concurrent calls
+  /// wait for the first one.
   ///
   /// Throws ``PostgresDelayedPreemptiveQueueError/newerSchema(found:supported:)`` when a newer
-  /// release of this package has migrated the database.
+  /// release of this package has migrated the database, and the other
+  /// ``PostgresDelayedPreemptiveQueueError`` cases when the database cannot be reached or
+  /// refuses (`databaseError` with SQLSTATE `42501` when the role may not create tables).
   public func migrate() async throws {
-    do {
-      _ = try await database { try await client.query(Schema.migration) }
-    } catch let error as PSQLError
-      where error.serverInfo?[.sqlState] == Schema.newerSchemaState
-    {
-      let found = Int(error.serverInfo?[.message] ?? "") ?? -1
-      throw PostgresDelayedPreemptiveQueueError.newerSchema(
-        found: found, supported: Schema.version)
+    let logger = logger
+    _ = try await database("migrate") { connection in
+      try await connection.query(Schema.migration, logger: logger)
     }
+    logger.info("schema ready", metadata: ["dpd.schema.version": "\(Schema.version)"])
   }
 
   /// Submits `value` for `key`: starts the key's burst with a deadline `duration` from the
   /// database's now, or moves the pending burst's deadline (`.extend`: only later; `.restart`:
   /// to now + `duration`), bounded by the burst's first submission plus `maxWait`. The value
-  /// replaces the burst's value: the handler gets the last one.
+  /// replaces the burst's value: the handler gets the last one. A `duration` or `maxWait`
+  /// beyond what PostgreSQL's `interval` holds saturates to 200 years: "never, unless flushed"
+  /// (P13); a negative one counts as zero.
   ///
   /// When the key's handler is running, the submission starts a new burst that runs after that
   /// run has finished (P3). When the key's last burst failed for good, it starts a fresh burst
   /// and clears the failure. One `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping workers
   /// only when it makes the earliest deadline earlier. Concurrent calls on one instance (and
   /// its copies) are sent together as one multi-row upsert; each call returns once its
-  /// submission is stored.
+  /// submission is stored, and a call that returned is never lost.
   ///
-  /// Throws ``PostgresDelayedPreemptiveQueueError/emptyKey`` for an empty key and
-  /// ``PostgresDelayedPreemptiveQueueError/valueNotEncodable(key:reason:)`` for a value that
-  /// does not encode as JSON; in both cases nothing is written.
+  /// Throws, always a ``PostgresDelayedPreemptiveQueueError``: `emptyKey` or `invalidKey` for
+  /// a key that cannot be stored, `valueNotEncodable` for a value that does not encode as JSON
+  /// or holds a NUL character (in these three cases before the submission joins a batch, so
+  /// no other caller is affected, P8); `databaseUnreachable` when no connection could be had
+  /// within `connectionTimeout` (nothing was written); `outcomeUnknown` when the submission was
+  /// sent but not confirmed within `connectionTimeout` (retrying is safe); `databaseError` when
+  /// the database refused it.
   public func delay(_ key: String, for duration: Duration, value: Value) async throws {
     _ = try await submit(key, for: duration, value: value)
   }
@@ -154,7 +211,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let submission = DelayStatement.Submission(
       key: try checked(key), json: try ValueCodec.encode(value, key: key),
       delayMilliseconds: duration.milliseconds)
-    return try await submissions.submit(submission, using: self)
+    let notified = try await submissions.submit(submission, using: self)
+    metrics.submissions.increment()
+    return notified
   }
 
   /// Writes a batch of submissions with distinct keys in one statement.
@@ -162,7 +221,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let statement = DelayStatement(
       name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
       maxWaitMilliseconds: options.maxWait?.milliseconds)
-    return try await database { try await client.rows(statement).first ?? false }
+    let logger = logger
+    return try await database("delay") { connection in
+      try await connection.rows(statement, logger: logger).first ?? false
+    }
   }
 
   /// Cancels the key's pending burst: its handler will not run for it. Returns whether there
@@ -170,10 +232,14 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// the run) is cancelled. A failed burst stays in ``failures()``. One gap: the row keeps the
   /// cancelled burst's value until the run ends, so if the running replica dies, the re-run
   /// after its lease gets that value.
+  ///
+  /// Throws as ``delay(_:for:value:)`` does, but for the value.
   @discardableResult public func cancel(_ key: String) async throws -> Bool {
     let key = try checked(key)
-    return try await database {
-      try await client.scalar(
+    let name = name
+    let logger = logger
+    return try await database("cancel", key: key) { connection in
+      try await connection.scalar(
         """
         WITH waiting AS (
           DELETE FROM dpd_bursts
@@ -185,16 +251,20 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
           RETURNING 1
         )
         SELECT (SELECT count(*) FROM waiting) + (SELECT count(*) FROM behind)
-        """, as: Int.self) ?? 0 > 0
+        """, as: Int.self, logger: logger) ?? 0 > 0
     }
   }
 
   /// Makes the key's pending burst due now and wakes the workers; returns whether there was
   /// one. A burst waiting behind a running one becomes due when that run has finished.
+  ///
+  /// Throws as ``cancel(_:)`` does.
   @discardableResult public func flush(_ key: String) async throws -> Bool {
     let key = try checked(key)
-    return try await database {
-      try await client.scalar(
+    let name = name
+    let logger = logger
+    return try await database("flush", key: key) { connection in
+      try await connection.scalar(
         """
         WITH flushed AS (
           UPDATE dpd_bursts SET deadline = clock_timestamp(),
@@ -205,42 +275,56 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
         )
         SELECT CASE WHEN EXISTS (SELECT 1 FROM flushed)
           THEN (SELECT true FROM pg_notify(\(wakeChannel), \(name))) ELSE false END
-        """, as: Bool.self) ?? false
+        """, as: Bool.self, logger: logger) ?? false
     }
   }
 
   /// Whether the key has work that has not finished: a burst waiting for its deadline or a
   /// retry, or running. A failed burst is not pending (see ``failures()``).
+  ///
+  /// Throws as ``cancel(_:)`` does.
   public func isPending(_ key: String) async throws -> Bool {
     let key = try checked(key)
-    return try await database {
-      try await client.scalar(
+    let name = name
+    let logger = logger
+    return try await database("isPending", key: key) { connection in
+      try await connection.scalar(
         """
         SELECT EXISTS (
           SELECT 1 FROM dpd_bursts WHERE name = \(name) AND key = \(key) AND NOT failed)
-        """, as: Bool.self) ?? false
+        """, as: Bool.self, logger: logger) ?? false
     }
   }
 
   /// How many keys have work that has not finished (see ``isPending(_:)``), over all replicas.
   /// Zero means every submission so far has run or failed for good.
+  ///
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`.
   public func pendingCount() async throws -> Int {
-    try await database {
-      try await client.scalar(
-        "SELECT count(*) FROM dpd_bursts WHERE name = \(name) AND NOT failed", as: Int.self) ?? 0
+    let name = name
+    let logger = logger
+    return try await database("pendingCount") { connection in
+      try await connection.scalar(
+        "SELECT count(*) FROM dpd_bursts WHERE name = \(name) AND NOT failed", as: Int.self,
+        logger: logger) ?? 0
     }
   }
 
-  /// Bursts whose handler threw `maxAttempts` times, by key, kept until a new
-  /// ``delay(_:for:value:)`` of their key starts a fresh burst.
+  /// Bursts that ran `maxAttempts` times without success, by key, kept until a new
+  /// ``delay(_:for:value:)`` of their key starts a fresh burst, ``retryFailure(_:)`` runs them
+  /// again or ``discardFailure(_:)`` removes them.
+  ///
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`.
   public func failures() async throws -> [PostgresBurstFailure<Value>] {
-    let rows = try await database {
+    let name = name
+    let logger = logger
+    let rows = try await database("failures") { connection in
       var rows: [(String, String, Int, String)] = []
       let query: PostgresQuery = """
         SELECT key, value::text, attempts, coalesce(last_error, '') FROM dpd_bursts
         WHERE name = \(name) AND failed ORDER BY key
         """
-      for try await row in try await client.query(query) {
+      for try await row in try await connection.query(query, logger: logger) {
         rows.append(try row.decode((String, String, Int, String).self))
       }
       return rows
@@ -252,8 +336,20 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  private func checked(_ key: String) throws -> String {
+  /// The key, if it can be stored; else the typed error that says why (P8).
+  func checked(_ key: String) throws -> String {
     guard !key.isEmpty else { throw PostgresDelayedPreemptiveQueueError.emptyKey }
+    let bytes = key.utf8.count
+    if bytes > Self.maximumKeyBytes {
+      throw PostgresDelayedPreemptiveQueueError.invalidKey(
+        key: String(key.prefix(64)) + "…",
+        reason: "\(bytes) bytes of UTF-8, more than the \(Self.maximumKeyBytes) a key may have")
+    }
+    if key.utf8.contains(0) {
+      throw PostgresDelayedPreemptiveQueueError.invalidKey(
+        key: String(key.prefix(64)).replacingOccurrences(of: "\0", with: "\\0"),
+        reason: "it holds a NUL character, which PostgreSQL's text cannot store")
+    }
     return key
   }
 }

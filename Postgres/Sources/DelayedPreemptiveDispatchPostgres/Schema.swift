@@ -6,9 +6,13 @@ import PostgresNIO
 /// failed. `due_at` is the instant the row may next be claimed: the deadline while it waits,
 /// the lease's expiry while it runs. `generation` counts submissions; a run remembers the
 /// generation it claimed, so that its end can tell whether a submission arrived meanwhile.
+///
+/// Version 2 adds the fence: every claim takes the next value of the sequence `dpd_fence`, so
+/// fences grow strictly per key across every replica, also after a key's row was deleted and
+/// created again; and an index on `claim`, on which a worker renews all its leases at once.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 1
+  static let version = 2
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -49,7 +53,14 @@ enum Schema {
           );
           CREATE INDEX dpd_bursts_due ON dpd_bursts (name, due_at) WHERE NOT failed;
           CREATE INDEX dpd_bursts_failed ON dpd_bursts (name, key) WHERE failed;
-          INSERT INTO dpd_schema (version) VALUES (\(version));
+          INSERT INTO dpd_schema (version) VALUES (1);
+          found := 1;
+        END IF;
+        IF found < 2 THEN
+          CREATE SEQUENCE dpd_fence;
+          ALTER TABLE dpd_bursts ADD COLUMN fence bigint;
+          CREATE INDEX dpd_bursts_claim ON dpd_bursts (claim) WHERE claim IS NOT NULL;
+          UPDATE dpd_schema SET version = 2;
         END IF;
       END
       $migration$

@@ -35,15 +35,33 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
   }
 
   private func write(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async {
-    do {
-      let notified = try await queue.upsert(batch.map(\.submission))
-      for entry in batch { entry.written.resume(returning: notified) }
-    } catch {
-      for entry in batch { entry.written.resume(throwing: error) }
-    }
+    await store(batch, using: queue)
     for entry in batch { writingKeys.remove(entry.submission.key) }
     writers -= 1
     startWriters(using: queue)
+  }
+
+  /// Writes `batch` and answers each of its callers. When the database refuses the batch for
+  /// its data (SQLSTATE classes 22, 23 and 54: a value or key it cannot store), one submission
+  /// is to blame: the halves are written apart, so that every other submission is stored (P8).
+  private func store(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async
+  {
+    do {
+      let notified = try await queue.upsert(batch.map(\.submission))
+      for entry in batch { entry.written.resume(returning: notified) }
+    } catch let error as PostgresDelayedPreemptiveQueueError
+      where batch.count > 1 && error.isCausedByData
+    {
+      let middle = batch.count / 2
+      await store(Array(batch[..<middle]), using: queue)
+      await store(Array(batch[middle...]), using: queue)
+    } catch let error as PostgresDelayedPreemptiveQueueError {
+      for entry in batch {
+        entry.written.resume(throwing: error.attributed(to: entry.submission.key))
+      }
+    } catch {
+      for entry in batch { entry.written.resume(throwing: error) }
+    }
   }
 
   /// The oldest waiting submissions whose keys are in no batch in flight, each key once; the

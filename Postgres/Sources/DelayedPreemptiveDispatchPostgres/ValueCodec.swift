@@ -2,13 +2,41 @@ import Foundation
 
 /// Values travel as JSON text, stored as `jsonb` so that they can be read in SQL.
 enum ValueCodec {
+  /// The value's JSON; throws `valueNotEncodable` when it does not encode, or when it holds a
+  /// NUL character (the escape `\u0000`), which `jsonb` refuses.
   static func encode<Value: Encodable>(_ value: Value, key: String) throws -> String {
+    let json: String
     do {
-      return String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+      json = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
     } catch {
       throw PostgresDelayedPreemptiveQueueError.valueNotEncodable(
         key: key, reason: String(describing: error))
     }
+    if holdsNUL(json) {
+      throw PostgresDelayedPreemptiveQueueError.valueNotEncodable(
+        key: key, reason: "it holds a NUL character (\\u0000), which PostgreSQL's jsonb refuses")
+    }
+    return json
+  }
+
+  /// Whether JSON text holds the escape of a NUL character: `\u0000` after an even number of
+  /// backslashes (an odd number would make the first one part of an escaped backslash).
+  static func holdsNUL(_ json: String) -> Bool {
+    let bytes = Array(json.utf8)
+    let escape = Array("u0000".utf8)
+    var index = 0
+    while index < bytes.count {
+      guard bytes[index] == UInt8(ascii: "\\") else {
+        index += 1
+        continue
+      }
+      // An escape: a backslash and the character after it.
+      if index + 6 <= bytes.count, Array(bytes[(index + 1)..<(index + 6)]) == escape {
+        return true
+      }
+      index += 2
+    }
+    return false
   }
 
   static func decode<Value: Decodable>(_ type: Value.Type, from json: String, key: String) throws
@@ -19,11 +47,16 @@ enum ValueCodec {
 }
 
 extension Duration {
-  /// The duration in milliseconds, as the SQL takes it.
+  /// The duration in milliseconds, as the SQL takes it, at most 200 years (P13): beyond that,
+  /// PostgreSQL's `interval` and `timestamptz` overflow, and in-process such a duration already
+  /// means "never, unless flushed".
   var milliseconds: Double {
     let (seconds, attoseconds) = components
-    return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    return min(Double(seconds) * 1000 + Double(attoseconds) / 1e15, Self.longestMilliseconds)
   }
+
+  /// 200 years of 365.25 days, in milliseconds.
+  static var longestMilliseconds: Double { 200 * 365.25 * 86_400_000 }
 }
 
 /// Stops the program with `message` when a caller broke a documented precondition; unlike

@@ -5,7 +5,7 @@ import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// Several replicas on one database: `dpd-postgres-worker` processes run the bursts and record
+/// Several replicas on one database: `dpd-postgres-test-worker` processes run the bursts and record
 /// every run's start and end in `dpd_test_runs`; the checks are SQL over that table. Serialized:
 /// each test loads the 2-core machine on its own.
 @Suite(.serialized, .enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
 
-/// The table in which `dpd-postgres-worker --record` writes each run's start and end (database
+/// The table in which `dpd-postgres-test-worker --record` writes each run's start and end (database
 /// clock), and the SQL checks the replica tests make on it.
 struct RunTable {
   let client: PostgresClient
@@ -12,7 +12,14 @@ struct RunTable {
       """
       CREATE TABLE IF NOT EXISTS dpd_test_runs (
         id bigserial PRIMARY KEY, name text NOT NULL, key text NOT NULL, value text NOT NULL,
-        worker text NOT NULL, started timestamptz NOT NULL, finished timestamptz)
+        worker text NOT NULL, started timestamptz NOT NULL, finished timestamptz,
+        fence bigint, fenced_write_applied boolean, cancelled_at float8)
+      """)
+    try await client.query(
+      """
+      CREATE TABLE IF NOT EXISTS dpd_test_fenced (
+        name text NOT NULL, key text NOT NULL, value text NOT NULL, fence bigint NOT NULL,
+        PRIMARY KEY (name, key))
       """)
   }
 

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A `dpd-postgres-worker` process: a replica under test, or a probe of a precondition.
+/// A `dpd-postgres-test-worker` process: a replica under test, or a probe of a precondition.
 final class WorkerProcess: Sendable {
   static var productsDirectory: URL {
     #if canImport(Darwin)
@@ -19,7 +19,7 @@ final class WorkerProcess: Sendable {
   /// Starts the worker with `arguments`, talking to the test database.
   init(_ arguments: [String], url: String = TestDatabase.url) throws {
     process = Process()
-    process.executableURL = Self.productsDirectory.appendingPathComponent("dpd-postgres-worker")
+    process.executableURL = Self.productsDirectory.appendingPathComponent("dpd-postgres-test-worker")
     process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     environment["DPD_POSTGRES_URL"] = url
@@ -56,7 +56,7 @@ final class WorkerProcess: Sendable {
     }
     if !ready {
       signal(SIGKILL)
-      Issue.record("dpd-postgres-worker did not become ready: \(errorText())")
+      Issue.record("dpd-postgres-test-worker did not become ready: \(errorText())")
     }
   }
 

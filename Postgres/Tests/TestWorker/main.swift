@@ -1,0 +1,113 @@
+// dpd-postgres-test-worker: a replica under test, running a PostgresDelayedPreemptiveQueue<String>
+// until SIGTERM or SIGINT; then it claims nothing more, lets running handlers finish, and exits
+// 0. Its handler does what the flags ask:
+//   --name NAME           queue name (default: demo)
+//   --concurrency N       handlers in flight (default: 4)
+//   --lease-ms N          lease (default: 30000)
+//   --max-attempts N      maxAttempts (default: 5)
+//   --handler-ms N        how long each handler sleeps (default: 0)
+//   --record              record each run's start and end in table dpd_test_runs
+//   --record-batched      record runs (no times) in batches: for large backlogs
+//   --fenced              after the sleep, make a fenced write to dpd_test_fenced (even when
+//                         cancelled, as a stale run that ignores cancellation would)
+//   --observe-cancel-ms N after that, wait up to N ms for the run's cancellation and record when
+//                         it came
+//   --crash               kill its own process (SIGKILL) in each run, after recording its start
+//   --quiet               print nothing per run
+//   --leading             ask for options.leading (unsupported: stops with a precondition message)
+// It prints "ready" on stdout once the schema is migrated and the worker runs.
+import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchPostgres
+import Dispatch
+import Foundation
+import PostgresNIO
+
+guard let url = ProcessInfo.processInfo.environment["DPD_POSTGRES_URL"], !url.isEmpty else {
+  FileHandle.standardError.write(
+    Data(
+      "dpd-postgres-test-worker: set DPD_POSTGRES_URL (scripts/postgres.sh start prints one)\n"
+        .utf8))
+  exit(2)
+}
+let settings = WorkerSettings(arguments: Array(CommandLine.arguments.dropFirst()))
+let configuration = try PostgresURL.configuration(url)
+let client = PostgresClient(configuration: configuration)
+let clientRun = Task { await client.run() }
+
+var queue = PostgresDelayedPreemptiveQueue<String>(
+  client: client, configuration: configuration, name: settings.name,
+  options: DelayOptions(leading: settings.leading),
+  lease: .milliseconds(settings.leaseMilliseconds), maxAttempts: settings.maxAttempts)
+queue.safetyPoll = .milliseconds(200)
+queue.outageBackoff = .seconds(1)
+let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
+let batch = RunBatch(recorder: recorder)
+let batchWriter = Task {
+  while !Task.isCancelled {
+    try? await batch.flush()
+    do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
+  }
+}
+
+let work = Task { [queue] in
+  try await queue.migrate()
+  FileHandle.standardOutput.write(Data("ready\n".utf8))
+  try await queue.run(concurrency: settings.concurrency) { run in
+    if settings.recordBatched {
+      await batch.add(key: run.key, value: run.value, fence: run.fence)
+    }
+    let id =
+      settings.record
+      ? try await uncancelled {
+        try await recorder.started(key: run.key, value: run.value, fence: run.fence)
+      } : nil
+    if settings.crash { kill(getpid(), SIGKILL) }
+    var cancelledAt: Double?
+    if settings.handlerMilliseconds > 0 {
+      do {
+        try await Task.sleep(for: .milliseconds(settings.handlerMilliseconds))
+      } catch {
+        cancelledAt = Date().timeIntervalSince1970
+      }
+    }
+    if settings.fenced, let id {
+      _ = try await uncancelled {
+        try await recorder.fencedWrite(id, key: run.key, value: run.value, fence: run.fence)
+      }
+    }
+    if settings.observeCancellationMilliseconds > 0, cancelledAt == nil {
+      let end = ContinuousClock.now + .milliseconds(settings.observeCancellationMilliseconds)
+      while !Task.isCancelled && ContinuousClock.now < end {
+        do { try await Task.sleep(for: .milliseconds(5)) } catch { break }
+      }
+      if Task.isCancelled { cancelledAt = Date().timeIntervalSince1970 }
+    }
+    if let id, let cancelledAt {
+      try await uncancelled { try await recorder.cancelled(id, at: cancelledAt) }
+    }
+    if let id, cancelledAt == nil { try await recorder.finished(id) }
+    if !settings.quiet { print("ran \(run.key) = \(run.value)") }
+  }
+  batchWriter.cancel()
+  try await batch.flush()
+}
+
+// SIGTERM and SIGINT cancel the worker: it drains and returns.
+var signalSources: [any DispatchSourceSignal] = []
+for signalNumber in [SIGTERM, SIGINT] {
+  signal(signalNumber, SIG_IGN)
+  let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
+  source.setEventHandler { work.cancel() }
+  source.resume()
+  signalSources.append(source)
+}
+
+do {
+  try await work.value
+  clientRun.cancel()
+  if !settings.quiet { print("stopped") }
+} catch {
+  FileHandle.standardError.write(Data("dpd-postgres-test-worker: \(error)\n".utf8))
+  clientRun.cancel()
+  exit(1)
+}
