@@ -84,14 +84,12 @@ extension PostgresDelayedPreemptiveQueue {
     return try await database("claim") { try await $0.rows(statement, logger: logger).first ?? nil }
   }
 
-  /// Renews the leases of `claims`; returns those it renewed. Bounded by `timeout` too.
-  func renew(_ claims: [UUID], timeout: Duration) async throws -> [UUID] {
+  /// Renews the leases of `claims`; returns those it renewed.
+  func renew(_ claims: [UUID]) async throws -> [UUID] {
     let statement = RenewStatement(
       name: name, claims: claims, leaseMilliseconds: lease.milliseconds)
     let logger = logger
-    var bounded = self
-    bounded.connectionTimeout = min(connectionTimeout, timeout)
-    return try await bounded.database("renew") { try await $0.rows(statement, logger: logger) }
+    return try await database("renew") { try await $0.rows(statement, logger: logger) }
   }
 
   /// Records the ends of successful runs; returns the claims whose end was recorded (the

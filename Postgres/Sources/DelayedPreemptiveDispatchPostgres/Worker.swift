@@ -162,15 +162,17 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     leases.remove(burst.claim)
   }
 
-  /// Records the end of a run, retrying while the database cannot be reached; gives up, and
-  /// counts the run as lost, once the lease is gone.
+  /// Records the end of a run, retrying while the database cannot be reached. The database
+  /// decides whether the run still holds its claim (an end recorded under a claim that was
+  /// taken over matches nothing); a run whose handler was cancelled because its lease was lost
+  /// records nothing, and retries stop, counting the run as lost, once the lease has run out.
   private func record(_ result: Result<Void, any Error>, of burst: ClaimedBurst) async {
     var outage = Outage(what: "recording a run's end", cap: queue.outageBackoff, logger: logger)
+    if case .failure = result, leases.isLost(burst.claim) {
+      leaseLost(burst)
+      return
+    }
     while true {
-      if leases.isLost(burst.claim) {
-        leaseLost(burst)
-        return
-      }
       do {
         switch result {
         case .success:
@@ -201,6 +203,10 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         return
       } catch {
         let wait = outage.failed(error)
+        if leases.isLost(burst.claim) {
+          leaseLost(burst)
+          return
+        }
         do {
           try await Task.sleep(for: wait)
         } catch {
@@ -219,10 +225,12 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   }
 
   /// Renews every held lease once per third of `lease`, in one statement; marks as lost the
-  /// leases that a renewal did not return or whose time passed without one.
+  /// leases that a renewal did not return or whose time passed without one. The renewal runs
+  /// beside the loop, so that a slow answer does not delay the expiry checks.
   private func renewLeases() async {
     let interval = queue.lease / 3
-    var outage = Outage(what: "renewing leases", cap: queue.outageBackoff, logger: logger)
+    let outage = Locked(Outage(what: "renewing leases", cap: queue.outageBackoff, logger: logger))
+    let renewing = Locked(false)
     while true {
       do {
         try await Task.sleep(for: interval)
@@ -231,16 +239,18 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       }
       leases.expire()
       let claims = leases.held()
-      guard !claims.isEmpty else { continue }
+      // One renewal at a time: a slow one is not stacked on.
+      guard !claims.isEmpty, renewing.withLock({ $0.claimIfFree() }) else { continue }
       let sentAt = ContinuousClock.now
-      do {
-        let renewed = try await uncancelled { [queue] in
-          try await queue.renew(claims, timeout: interval)
+      Task { [queue, leases] in
+        defer { renewing.withLock { $0 = false } }
+        do {
+          let renewed = try await queue.renew(claims)
+          leases.renewed(claims, renewed: Set(renewed), sentAt: sentAt, lease: queue.lease)
+          outage.withLock { $0.ended() }
+        } catch {
+          _ = outage.withLock { $0.failed(error) }
         }
-        leases.renewed(claims, renewed: Set(renewed), sentAt: sentAt, lease: queue.lease)
-        outage.ended()
-      } catch {
-        _ = outage.failed(error)
       }
     }
   }
@@ -323,6 +333,15 @@ struct Outage {
     logger.notice("database available again for \(what) after \(ContinuousClock.now - started)")
     self.started = nil
     backoff = nil
+  }
+}
+
+extension Bool {
+  /// Sets a free flag (false) to busy and returns true; returns false if it was busy already.
+  fileprivate mutating func claimIfFree() -> Bool {
+    if self { return false }
+    self = true
+    return true
   }
 }
 

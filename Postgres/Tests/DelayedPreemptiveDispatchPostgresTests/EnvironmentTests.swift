@@ -11,4 +11,10 @@ import Testing
       TestDatabase.isConfigured,
       "CI is set but DPD_POSTGRES_URL is not: start the server with scripts/postgres.sh start")
   }
+
+  @Test func faultServerIsConfiguredWheneverCIRuns() {
+    let ci = ProcessInfo.processInfo.environment["CI"] ?? ""
+    guard !ci.isEmpty, ci != "false" else { return }
+    #expect(FaultServer.isConfigured, "CI is set but the fault server is not: \(FaultServer.skipReason)")
+  }
 }

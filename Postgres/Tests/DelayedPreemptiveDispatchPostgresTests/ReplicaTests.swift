@@ -11,12 +11,14 @@ import Testing
 @Suite(.serialized, .enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresReplicaTests {
   /// Starts `count` workers on queue `name` and waits until each one runs.
-  static func startWorkers(_ count: Int, name: String, _ flags: [String]) async throws
-    -> [WorkerProcess]
-  {
+  static func startWorkers(
+    _ count: Int, name: String, _ flags: [String], record: Bool = true,
+    url: String = TestDatabase.url
+  ) async throws -> [WorkerProcess] {
     var workers: [WorkerProcess] = []
+    let base = ["--name", name, "--quiet"] + (record ? ["--record"] : [])
     for _ in 0..<count {
-      workers.append(try WorkerProcess(["--name", name, "--record", "--quiet"] + flags))
+      workers.append(try WorkerProcess(base + flags, url: url))
     }
     for worker in workers { await worker.waitUntilReady() }
     return workers

@@ -22,7 +22,7 @@ enum TestDatabase {
   static let skipReason: Comment =
     "DPD_POSTGRES_URL is unset; run: export DPD_POSTGRES_URL=$(scripts/postgres.sh start)"
 
-  static func configuration() throws -> PostgresClient.Configuration {
+  static func configuration(url: String = url) throws -> PostgresClient.Configuration {
     try PostgresURL.configuration(url)
   }
 
@@ -34,9 +34,10 @@ enum TestDatabase {
   /// Runs `body` with a running client; shuts the client down afterwards.
   @discardableResult
   static func withClient<Result: Sendable>(
+    url: String = url,
     _ body: @Sendable (PostgresClient, PostgresClient.Configuration) async throws -> Result
   ) async throws -> Result {
-    let configuration = try configuration()
+    let configuration = try configuration(url: url)
     let client = PostgresClient(configuration: configuration)
     let running = Task { await client.run() }
     defer { running.cancel() }
@@ -48,12 +49,12 @@ enum TestDatabase {
   static func withQueue<Result: Sendable>(
     _ prefix: String, options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30),
     maxAttempts: Int = 5,
-    retryBackoff: Duration = .seconds(1),
+    retryBackoff: Duration = .seconds(1), url: String = url,
     _ body:
       @Sendable (PostgresDelayedPreemptiveQueue<String>, PostgresClient) async throws ->
       Result
   ) async throws -> Result {
-    try await withClient { client, configuration in
+    try await withClient(url: url) { client, configuration in
       var queue = PostgresDelayedPreemptiveQueue<String>(
         client: client, configuration: configuration, name: uniqueName(prefix),
         options: options, lease: lease, maxAttempts: maxAttempts)

@@ -1,0 +1,149 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Rule P8: one caller's bad input never fails another caller's submission; and P13:
+/// durations saturate as in-process.
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresBatchIsolationTests {
+  static let badKeys = ["nul\0key", String(repeating: "k", count: 10_000)]
+
+  @Test func badKeysAndValuesFailAloneAmongConcurrentGoodSubmissions() async throws {
+    try await TestDatabase.withQueue("isolation") { queue, _ in
+      var failedGood = 0
+      var badErrors: [PostgresDelayedPreemptiveQueueError] = []
+      for trial in 0..<5 {
+        let outcomes = await withTaskGroup(of: (Bool, Result<Void, any Error>).self) { group in
+          for index in 0..<100 {
+            group.addTask {
+              let result = await Result(catching: {
+                try await queue.delay("good-\(trial)-\(index)", for: .seconds(60), value: "g")
+              })
+              return (true, result)
+            }
+            if index % 33 == 0 {
+              group.addTask {
+                (false, await Result(catching: { try await queue.delay(Self.badKeys[0], for: .zero, value: "x") }))
+              }
+              group.addTask {
+                (false, await Result(catching: { try await queue.delay(Self.badKeys[1], for: .zero, value: "x") }))
+              }
+              group.addTask {
+                (false, await Result(catching: { try await queue.delay("nul-value", for: .zero, value: "a\0b") }))
+              }
+            }
+          }
+          return await group.reduce(into: []) { $0.append($1) }
+        }
+        for (good, result) in outcomes {
+          switch (good, result) {
+          case (true, .failure): failedGood += 1
+          case (false, .failure(let error as PostgresDelayedPreemptiveQueueError)):
+            badErrors.append(error)
+          case (false, let other): Issue.record("a bad submission gave \(other)")
+          default: break
+          }
+        }
+      }
+      print("isolation: 500 good submissions among 60 bad ones; good that failed: \(failedGood)")
+      #expect(failedGood == 0)
+      #expect(badErrors.count == 60)
+      #expect(
+        badErrors.allSatisfy {
+          switch $0 {
+          case .invalidKey, .valueNotEncodable: true
+          default: false
+          }
+        })
+      #expect(try await queue.pendingCount() == 500)
+      #expect(try await !queue.isPending("nul-value"))
+    }
+  }
+
+  @Test func invalidKeyErrorsSayWhatIsWrong() async throws {
+    try await TestDatabase.withQueue("invalid-key") { queue, _ in
+      do {
+        try await queue.delay(Self.badKeys[1], for: .zero, value: "x")
+        Issue.record("a 10 KB key was accepted")
+      } catch let error as PostgresDelayedPreemptiveQueueError {
+        #expect(error.description.contains("10000 bytes"))
+        #expect(error.description.count < 400)
+      }
+      await #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
+        try await queue.cancel(Self.badKeys[0])
+      }
+      let longest = String(repeating: "é", count: PostgresDelayedPreemptiveQueue<String>.maximumKeyBytes / 2)
+      try await queue.delay(longest, for: .seconds(60), value: "x")
+      #expect(try await queue.isPending(longest))
+      // A backslash before "u0000" is an escaped backslash, not a NUL: stored.
+      try await queue.delay("backslash", for: .seconds(60), value: "\\u0000")
+      #expect(try await queue.isPending("backslash"))
+    }
+  }
+
+  /// If the database still refuses a batch for one submission's data, the batch is split and
+  /// every other submission is stored. (Validation stops such a submission before it is
+  /// batched; this test hands one to the batcher directly.)
+  @Test func batchRefusedForOneSubmissionIsSplitSoTheOthersAreStored() async throws {
+    try await TestDatabase.withQueue("split") { queue, _ in
+      let results = await withTaskGroup(of: (String, Bool).self) { group in
+        for index in 0..<60 {
+          group.addTask {
+            let key = index == 30 ? "bad\0" : "split-\(index)"
+            let submission = DelayStatement.Submission(
+              key: key, json: "\"v\"", delayMilliseconds: 60_000)
+            do {
+              _ = try await queue.submissions.submit(submission, using: queue)
+              return (key, true)
+            } catch let error as PostgresDelayedPreemptiveQueueError {
+              if case .databaseError(_, let sqlState, _) = error, sqlState.hasPrefix("22") {
+                return (key, false)
+              }
+              Issue.record("unexpected \(error)")
+              return (key, false)
+            } catch {
+              Issue.record("raw error \(error)")
+              return (key, false)
+            }
+          }
+        }
+        return await group.reduce(into: [String: Bool]()) { $0[$1.0] = $1.1 }
+      }
+      #expect(results["bad\0"] == false)
+      #expect(results.filter { $0.key != "bad\0" && !$0.value }.isEmpty)
+      #expect(try await queue.pendingCount() == 59)
+    }
+  }
+
+  @Test func durationsBeyondAnIntervalSaturateToNever() async throws {
+    try await TestDatabase.withQueue(
+      "saturate", options: DelayOptions(maxWait: .seconds(Int64.max))
+    ) { queue, _ in
+      try await queue.delay("forever", for: .seconds(Int64.max), value: "x")
+      try await queue.delay("forever", for: .seconds(Int64.max), value: "y")
+      try await queue.delay("negative", for: .seconds(Int64.min), value: "z")
+      #expect(try await queue.isPending("forever"))
+      let ran = RunLog()
+      try await queue.withWorker(handler: { key, value in try await ran.record(key, value) }) {
+        #expect(try await TestDatabase.eventually { await ran.count("negative") == 1 })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(await ran.count("forever") == 0)
+        #expect(try await queue.flush("forever"))
+        #expect(try await TestDatabase.eventually { await ran.values("forever") == ["y"] })
+      }
+    }
+  }
+}
+
+extension Result where Failure == any Error {
+  init(catching body: () async throws -> Success) async {
+    do {
+      self = .success(try await body())
+    } catch {
+      self = .failure(error)
+    }
+  }
+}

@@ -1,0 +1,160 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// What production does to the PostgreSQL tier: paused and killed worker processes, a backlog
+/// under a short lease, database restarts and a frozen postmaster. Real processes, real
+/// signals, a real server. Serialized, and run by `.ci/run` in a process of its own after the
+/// other suites, so that the timings hold on a loaded 2-core machine.
+@Suite(.serialized, .enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresFaultTests {
+  @Test func pausedWorkersRunIsCancelledOnResumeAndItsFencedWriteIsRejected() async throws {
+    try await TestDatabase.withQueue("paused", lease: .seconds(4)) { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      // Each run sleeps 2 s, then makes a fenced write even when cancelled (as a stale run that
+      // ignores cancellation would), then waits up to 4 s to see its cancellation.
+      let flags = [
+        "--lease-ms", "4000", "--handler-ms", "2000", "--fenced", "--observe-cancel-ms", "4000",
+      ]
+      let first = try await PostgresReplicaTests.startWorkers(1, name: queue.name, flags)[0]
+      try await queue.delay("doc", for: .zero, value: "v1")
+      #expect(try await TestDatabase.eventually { try await table.runs() == 1 })
+      first.signal(SIGSTOP)  // 2.5 × the lease
+      let second = try await PostgresReplicaTests.startWorkers(1, name: queue.name, flags)[0]
+      try await Task.sleep(for: .seconds(10))
+      let resumed = Date().timeIntervalSince1970
+      first.signal(SIGCONT)
+      let seen = try await TestDatabase.eventually(within: .seconds(15)) {
+        let runs = try await table.fencedRuns()
+        return runs.count == 2 && runs.allSatisfy { $0.applied != nil }
+      }
+      #expect(seen)
+      #expect(try await queue.drains(within: .seconds(15)))
+      try await PostgresReplicaTests.stop([first, second])
+
+      let runs = try await table.fencedRuns()
+      try #require(runs.count == 2)
+      let (stale, fresh) = (runs[0], runs[1])
+      #expect(stale.fence < fresh.fence)
+      #expect(fresh.applied == true)
+      #expect(stale.applied == false, "the stale run's fenced write was applied")
+      let cancelledAfter = try #require(stale.cancelledAt) - resumed
+      print(
+        "paused: stale run cancelled \(cancelledAfter) s after its process resumed; stale "
+          + "writes applied \(stale.applied == true ? 1 : 0); fences \(stale.fence) < \(fresh.fence)")
+      // At the latest one renewal interval (lease / 3) after it can run again, plus a margin for
+      // a loaded machine.
+      #expect(cancelledAfter < 4.0 / 3 + 2)
+      #expect(fresh.cancelledAt == nil)
+      #expect(try await table.lastValues()["doc"] == "v1")
+      #expect(try await table.storedFence("doc") == fresh.fence)
+    }
+  }
+
+  @Test func handlerThatKillsItsWorkerIsKeptAsAFailureAfterMaxAttempts() async throws {
+    try await TestDatabase.withQueue("crash-loop", lease: .seconds(1), maxAttempts: 3) {
+      queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      try await queue.delay("poison", for: .zero, value: "p")
+      var deaths = 0
+      for _ in 0..<6 where try await queue.failures().isEmpty {
+        let worker = try WorkerProcess([
+          "--name", queue.name, "--record", "--crash", "--quiet", "--lease-ms", "1000",
+          "--max-attempts", "3",
+        ])
+        await worker.waitUntilReady()
+        _ = try await TestDatabase.eventually(within: .seconds(15)) {
+          if !worker.process.isRunning { return true }
+          return try await !queue.failures().isEmpty
+        }
+        if worker.process.isRunning {
+          try await PostgresReplicaTests.stop([worker])
+        } else {
+          deaths += 1
+        }
+      }
+      let failures = try await queue.failures()
+      let runs = try await table.runs()
+      print("crash loop: \(runs) runs, \(deaths) worker deaths, kept: \(failures.map(\.attempts))")
+      #expect(failures.count == 1)
+      #expect(failures.first?.attempts == 3)
+      #expect(failures.first?.value == "p")
+      #expect(runs == 3)
+      #expect(deaths == 3)
+      #expect(try await queue.pendingCount() == 0)
+    }
+  }
+
+  @Test func backlogUnderAShortLeaseRunsNoBurstTwice() async throws {
+    try await TestDatabase.withQueue("backlog", lease: .milliseconds(300)) { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let keys = 100_000
+      try await client.query(
+        """
+        INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
+        SELECT \(queue.name), 'k' || i, to_jsonb('v' || i), now(), now(), now()
+        FROM generate_series(1, \(keys)) AS i
+        """)
+      let started = ContinuousClock.now
+      let workers = try await PostgresReplicaTests.startWorkers(
+        3, name: queue.name,
+        ["--lease-ms", "300", "--concurrency", "8", "--record-batched"], record: false)
+      #expect(try await queue.drains(within: .seconds(150)))
+      let elapsed = ContinuousClock.now - started
+      try await PostgresReplicaTests.stop(workers)
+      let runs = try await table.runs()
+      let duplicates = try await table.keysRunMoreThanOnce()
+      print("backlog: \(keys) due keys, lease 300 ms, 3 workers: \(runs) runs in \(elapsed), "
+        + "duplicate runs \(duplicates)")
+      #expect(duplicates == 0)
+      #expect(runs == keys)
+    }
+  }
+}
+
+extension RunTable {
+  struct FencedRun: Sendable {
+    var fence: Int64
+    var applied: Bool?
+    var cancelledAt: Double?
+  }
+
+  /// The runs of the fencing test, in claim order.
+  func fencedRuns() async throws -> [FencedRun] {
+    var runs: [FencedRun] = []
+    let rows = try await client.query(
+      """
+      SELECT fence, fenced_write_applied, cancelled_at FROM dpd_test_runs
+      WHERE name = \(name) ORDER BY fence
+      """)
+    for try await (fence, applied, cancelledAt) in rows.decode((Int64, Bool?, Double?).self) {
+      runs.append(FencedRun(fence: fence, applied: applied, cancelledAt: cancelledAt))
+    }
+    return runs
+  }
+
+  /// The fence stored with the key's fenced write.
+  func storedFence(_ key: String) async throws -> Int64? {
+    let rows = try await client.query(
+      "SELECT fence FROM dpd_test_fenced WHERE name = \(name) AND key = \(key)")
+    for try await fence in rows.decode(Int64.self) { return fence }
+    return nil
+  }
+
+  /// Keys that ran more than once.
+  func keysRunMoreThanOnce() async throws -> Int {
+    let rows = try await client.query(
+      """
+      SELECT count(*) FROM (SELECT key FROM dpd_test_runs WHERE name = \(name)
+        GROUP BY key HAVING count(*) > 1) d
+      """)
+    for try await count in rows.decode(Int.self) { return count }
+    return 0
+  }
+}

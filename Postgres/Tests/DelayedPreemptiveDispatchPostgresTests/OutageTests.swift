@@ -1,0 +1,163 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Rule P7 against the fault server: `pg_ctl restart -m fast` several times in a row, and a
+/// postmaster frozen with SIGSTOP for 15 s, while two worker processes run and producers
+/// submit. Every call is bounded by `connectionTimeout`, every acknowledged `delay` runs with
+/// its value, a `delay` that said "not written" never runs, and the workers live on.
+@Suite(.serialized, .enabled(if: FaultServer.isConfigured, FaultServer.skipReason))
+struct PostgresOutageTests {
+  static let timeout = Duration.seconds(4)
+
+  @Test func restartsInARowEndNoWorkerAndLoseNoAcknowledgedSubmission() async throws {
+    try await outage("restart") {
+      for _ in 0..<3 {
+        try await FaultServer.control("restart")
+        try await Task.sleep(for: .seconds(2))
+      }
+    }
+  }
+
+  @Test func frozenPostmasterBoundsEveryCallAndWorkersSurvive() async throws {
+    try await outage("freeze") {
+      try await FaultServer.control("freeze")
+      do {
+        try await Task.sleep(for: .seconds(15))
+      } catch {}
+      try await FaultServer.control("thaw")
+    }
+  }
+
+  /// Runs producers and two workers through `fault`, then checks P7.
+  func outage(_ prefix: String, fault: @Sendable () async throws -> Void) async throws {
+    try await TestDatabase.withQueue(prefix, lease: .seconds(3), url: FaultServer.url) {
+      queue, client in
+      var queue = queue
+      queue.connectionTimeout = Self.timeout
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let workers = try await PostgresReplicaTests.startWorkers(
+        2, name: queue.name, ["--concurrency", "4", "--lease-ms", "3000"], url: FaultServer.url)
+      let calls = CallLog()
+      let stop = Flag()
+      let producers = Task { [queue] in
+        await withTaskGroup(of: Void.self) { group in
+          for producer in 0..<6 {
+            group.addTask {
+              var index = 0
+              while !stop.isSet {
+                index += 1
+                let key = "p\(producer)-\(index)"
+                let value = "v\(index)"
+                await calls.time(.delay, key: key) {
+                  try await queue.delay(key, for: .milliseconds(50), value: value)
+                }
+                if index % 5 == 0 {
+                  await calls.time(.cancel, key: nil) { _ = try await queue.cancel("absent") }
+                  await calls.time(.flush, key: nil) { _ = try await queue.flush("absent") }
+                  await calls.time(.claim, key: nil) {
+                    _ = try await queue.claim(limit: 1, owner: "probe-of-\(prefix)-empty")
+                  }
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+              }
+            }
+          }
+        }
+      }
+      try await Task.sleep(for: .seconds(1))
+      try await fault()
+      try await Task.sleep(for: .seconds(4))
+      stop.set()
+      await producers.value
+
+      // Bursts submitted after the outage run within the safety poll plus the backoff cap.
+      let after = ContinuousClock.now
+      for index in 0..<20 { try await queue.delay("after-\(index)", for: .zero, value: "a") }
+      #expect(try await queue.drains(within: .seconds(30)))
+      let drained = ContinuousClock.now - after
+      let alive = workers.filter(\.process.isRunning).count
+      try await PostgresReplicaTests.stop(workers)
+
+      let ran = try await table.lastValues()
+      let acknowledged = await calls.acknowledged
+      let refused = await calls.notWritten
+      let lost = acknowledged.filter { ran[$0.key] != $0.value }.count
+      let ranAnyway = refused.filter { ran[$0] != nil }.count
+      let longest = await calls.longest
+      let counts = await calls.counts
+      print(
+        "\(prefix): \(counts); longest call \(longest); workers alive \(alive) of 2; "
+          + "acknowledged \(acknowledged.count), lost \(lost); not-written that ran \(ranAnyway); "
+          + "after the outage all ran in \(drained)")
+      #expect(alive == 2)
+      #expect(lost == 0)
+      #expect(ranAnyway == 0)
+      #expect(!acknowledged.isEmpty)
+      for (operation, duration) in longest {
+        #expect(duration < Self.timeout + .seconds(2), "\(operation) took \(duration)")
+      }
+      #expect(try await table.overlaps() == 0)
+      let otherErrors = await calls.otherErrors
+      #expect(otherErrors.isEmpty, "\(otherErrors)")
+    }
+  }
+}
+
+/// A flag that producers poll.
+final class Flag: Sendable {
+  private let value = Locked(false)
+  var isSet: Bool { value.withLock { $0 } }
+  func set() { value.withLock { $0 = true } }
+}
+
+/// What each call of the outage tests did and how long it took.
+actor CallLog {
+  enum Operation: String, Sendable { case delay, cancel, flush, claim }
+
+  private(set) var acknowledged: [(key: String, value: String)] = []
+  private(set) var notWritten: [String] = []
+  private(set) var longest: [Operation: Duration] = [:]
+  private(set) var counts: [String: Int] = [:]
+  private(set) var otherErrors: [String] = []
+
+  nonisolated func time(
+    _ operation: Operation, key: String?, _ call: @Sendable () async throws -> Void
+  ) async {
+    let start = ContinuousClock.now
+    let outcome: String
+    do {
+      try await call()
+      outcome = "ok"
+    } catch let error as PostgresDelayedPreemptiveQueueError {
+      switch error {
+      case .databaseUnreachable: outcome = "unreachable"
+      case .outcomeUnknown: outcome = "unknown"
+      default: outcome = "\(error)"
+      }
+    } catch {
+      outcome = "raw \(type(of: error)): \(error)"
+    }
+    await record(operation, key: key, outcome: outcome, duration: ContinuousClock.now - start)
+  }
+
+  private func record(_ operation: Operation, key: String?, outcome: String, duration: Duration) {
+    longest[operation] = max(longest[operation] ?? .zero, duration)
+    counts["\(operation.rawValue) \(outcome.prefix(11))", default: 0] += 1
+    switch outcome {
+    case "ok":
+      if let key, operation == .delay {
+        let index = key.split(separator: "-").last.map(String.init) ?? ""
+        acknowledged.append((key, "v\(index)"))
+      }
+    case "unreachable":
+      if let key, operation == .delay { notWritten.append(key) }
+    case "unknown": break
+    default: otherErrors.append("\(operation): \(outcome)")
+    }
+  }
+}
