@@ -19,12 +19,12 @@ extension PostgresDelayedPreemptiveQueue {
   /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``, and the
   /// caller's cancellation no longer ends the call early.
   func database<Result: Sendable>(
-    _ operation: String, key: String? = nil,
+    _ operation: String, key: String? = nil, timeout: Duration? = nil,
     _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
   ) async throws -> Result {
     let call = BoundedCall<Result>()
     let failure = CallFailure(operation: operation, key: key, endpoint: endpoint)
-    let timeout = connectionTimeout
+    let limit = min(connectionTimeout, timeout ?? connectionTimeout)
     let client = client
     let probe = probe
     return try await withTaskCancellationHandler {
@@ -44,24 +44,28 @@ extension PostgresDelayedPreemptiveQueue {
         call.onWithdraw { work.cancel() }
         let timer = Task {
           let start = ContinuousClock.now
-          if let probe, timeout > Self.probeDelay {
+          if let probe, limit > Self.probeDelay {
             guard await sleep(for: Self.probeDelay) else { return }
             if call.isWaiting,
-              let found = await probe.failure(within: timeout - (ContinuousClock.now - start))
+              let found = await probe.failure(within: limit - (ContinuousClock.now - start))
             {
               call.giveUp(unsent: failure.unreachable(found.reason), sent: nil)
             }
           }
-          guard await sleep(until: start + timeout) else { return }
-          call.giveUp(
-            unsent: failure.unreachable("no answer within \(timeout)"),
-            sent: failure.unknown("no answer within \(timeout)"))
+          guard await sleep(until: start + limit) else { return }
+          let reason = "no answer within \(connectionTimeout)"
+          call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
         }
         call.onEnd { timer.cancel() }
       }
     } onCancel: {
       call.giveUp(unsent: CancellationError(), sent: nil)
     }
+  }
+
+  /// The error of a call that was given up before it was sent.
+  func notSent(_ reason: String) -> PostgresDelayedPreemptiveQueueError {
+    .databaseUnreachable(host: endpoint.host, port: endpoint.port, reason: reason)
   }
 
   /// How long a call waits for a connection before the probe asks the server why it has none.
@@ -148,7 +152,11 @@ final class BoundedCall<Result: Sendable>: Sendable {
   }
 
   private func finish(_ outcome: (Bool) -> Swift.Result<Result, any Error>?) {
-    let ended = state.withLock { state -> (CheckedContinuation<Result, any Error>, Swift.Result<Result, any Error>, (@Sendable () -> Void)?, (@Sendable () -> Void)?)? in
+    let ended = state.withLock {
+      state -> (
+        CheckedContinuation<Result, any Error>, Swift.Result<Result, any Error>,
+        (@Sendable () -> Void)?, (@Sendable () -> Void)?
+      )? in
       guard state.phase != .ended, let continuation = state.continuation,
         let result = outcome(state.sent)
       else { return nil }

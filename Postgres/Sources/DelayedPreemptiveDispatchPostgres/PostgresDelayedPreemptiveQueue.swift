@@ -216,13 +216,14 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     return notified
   }
 
-  /// Writes a batch of submissions with distinct keys in one statement.
-  func upsert(_ batch: [DelayStatement.Submission]) async throws -> Bool {
+  /// Writes a batch of submissions with distinct keys in one statement, waiting at most
+  /// `timeout`.
+  func upsert(_ batch: [DelayStatement.Submission], timeout: Duration) async throws -> Bool {
     let statement = DelayStatement(
       name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
       maxWaitMilliseconds: options.maxWait?.milliseconds)
     let logger = logger
-    return try await database("delay") { connection in
+    return try await database("delay", timeout: timeout) { connection in
       try await connection.rows(statement, logger: logger).first ?? false
     }
   }

@@ -28,7 +28,8 @@ struct QueueMetrics: Sendable {
   init(queue name: String, factory: any MetricsFactory) {
     let queue = [("queue", name)]
     func runs(_ outcome: String) -> Counter {
-      Counter(label: "dpd.postgres.runs", dimensions: queue + [("outcome", outcome)], factory: factory)
+      Counter(
+        label: "dpd.postgres.runs", dimensions: queue + [("outcome", outcome)], factory: factory)
     }
     submissions = Counter(label: "dpd.postgres.submissions", dimensions: queue, factory: factory)
     succeeded = runs("succeeded")

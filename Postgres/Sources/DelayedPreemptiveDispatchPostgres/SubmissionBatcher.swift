@@ -3,9 +3,15 @@
 /// wait for the next batch. At most `maximumWriters` batches are in flight, and a key is never
 /// in two of them at once (nor twice in one), so the submissions of one key reach the database
 /// in the order of the calls.
+///
+/// Each submission has its own deadline, `connectionTimeout` after its call: the batch it joins
+/// waits for the database only until its earliest deadline, and a submission still waiting for
+/// a batch at its deadline fails as not written. So no `delay` waits longer than
+/// `connectionTimeout`, however long the batches before it took.
 actor SubmissionBatcher<Value: Codable & Sendable> {
   private typealias Waiting = (
-    submission: DelayStatement.Submission, written: CheckedContinuation<Bool, any Error>
+    submission: DelayStatement.Submission, written: CheckedContinuation<Bool, any Error>,
+    deadline: ContinuousClock.Instant
   )
   private var waiting: [Waiting] = []
   /// Keys of the batches in flight.
@@ -19,15 +25,16 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
   func submit(
     _ submission: DelayStatement.Submission, using queue: PostgresDelayedPreemptiveQueue<Value>
   ) async throws -> Bool {
-    try await withCheckedThrowingContinuation { written in
-      waiting.append((submission, written))
+    let deadline = ContinuousClock.now + queue.connectionTimeout
+    return try await withCheckedThrowingContinuation { written in
+      waiting.append((submission, written, deadline))
       startWriters(using: queue)
     }
   }
 
   private func startWriters(using queue: PostgresDelayedPreemptiveQueue<Value>) {
     while writers < maximumWriters {
-      let batch = nextBatch()
+      let batch = nextBatch(using: queue)
       guard !batch.isEmpty else { return }
       writers += 1
       Task { await write(batch, using: queue) }
@@ -44,10 +51,16 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
   /// Writes `batch` and answers each of its callers. When the database refuses the batch for
   /// its data (SQLSTATE classes 22, 23 and 54: a value or key it cannot store), one submission
   /// is to blame: the halves are written apart, so that every other submission is stored (P8).
-  private func store(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async
-  {
+  private func store(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async {
+    let earliest = batch.map(\.deadline).min() ?? .now
+    let left = earliest - ContinuousClock.now
+    guard left > .zero else {
+      let error = queue.notSent("no answer within \(queue.connectionTimeout)")
+      for entry in batch { entry.written.resume(throwing: error) }
+      return
+    }
     do {
-      let notified = try await queue.upsert(batch.map(\.submission))
+      let notified = try await queue.upsert(batch.map(\.submission), timeout: left)
       for entry in batch { entry.written.resume(returning: notified) }
     } catch let error as PostgresDelayedPreemptiveQueueError
       where batch.count > 1 && error.isCausedByData
@@ -66,12 +79,20 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
 
   /// The oldest waiting submissions whose keys are in no batch in flight, each key once; the
   /// others wait, in order, for a later batch.
-  private func nextBatch() -> [Waiting] {
+  /// Submissions whose deadline passed while they waited fail here, as not written.
+  private func nextBatch(using queue: PostgresDelayedPreemptiveQueue<Value>) -> [Waiting] {
     var batch: [Waiting] = []
     var rest: [Waiting] = []
     var held = Set<String>()  // keys that must wait: an earlier submission of theirs waits too
+    let now = ContinuousClock.now
     for entry in waiting {
       let key = entry.submission.key
+      if entry.deadline <= now {
+        entry.written.resume(
+          throwing: queue.notSent(
+            "no connection within \(queue.connectionTimeout): earlier batches were still waiting"))
+        continue
+      }
       if batch.count < maximumBatch && !held.contains(key) && !writingKeys.contains(key) {
         writingKeys.insert(key)
         batch.append(entry)

@@ -182,7 +182,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
             leaseLost(burst)
           }
         case .failure(let error):
-          let kept = try await uncancelled { [queue] in try await queue.failed(burst, error: error) }
+          let kept = try await uncancelled { [queue] in try await queue.failed(burst, error: error)
+          }
           switch kept {
           case nil: leaseLost(burst)
           case true?:

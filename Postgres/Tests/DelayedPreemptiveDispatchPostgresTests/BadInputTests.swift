@@ -90,8 +90,9 @@ struct PostgresBadInputTests {
     try await queue.migrate()
     try await queue.delay("k", for: .seconds(60), value: "kept")
     try await client.query("UPDATE dpd_schema SET version = 99")
-    await #expect(throws: PostgresDelayedPreemptiveQueueError.newerSchema(found: 99, supported: Schema.version))
-    {
+    await #expect(
+      throws: PostgresDelayedPreemptiveQueueError.newerSchema(found: 99, supported: Schema.version)
+    ) {
       try await queue.migrate()
     }
     #expect(try await queue.isPending("k"))

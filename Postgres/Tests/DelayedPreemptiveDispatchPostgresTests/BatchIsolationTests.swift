@@ -12,7 +12,7 @@ struct PostgresBatchIsolationTests {
   static let badKeys = ["nul\0key", String(repeating: "k", count: 10_000)]
 
   @Test func badKeysAndValuesFailAloneAmongConcurrentGoodSubmissions() async throws {
-    try await TestDatabase.withQueue("isolation") { queue, _ in
+    try await TestDatabase.withQueue("isolation") { queue, _ async throws in
       var failedGood = 0
       var badErrors: [PostgresDelayedPreemptiveQueueError] = []
       for trial in 0..<5 {
@@ -26,13 +26,28 @@ struct PostgresBatchIsolationTests {
             }
             if index % 33 == 0 {
               group.addTask {
-                (false, await Result(catching: { try await queue.delay(Self.badKeys[0], for: .zero, value: "x") }))
+                (
+                  false,
+                  await Result(catching: {
+                    try await queue.delay(Self.badKeys[0], for: .zero, value: "x")
+                  })
+                )
               }
               group.addTask {
-                (false, await Result(catching: { try await queue.delay(Self.badKeys[1], for: .zero, value: "x") }))
+                (
+                  false,
+                  await Result(catching: {
+                    try await queue.delay(Self.badKeys[1], for: .zero, value: "x")
+                  })
+                )
               }
               group.addTask {
-                (false, await Result(catching: { try await queue.delay("nul-value", for: .zero, value: "a\0b") }))
+                (
+                  false,
+                  await Result(catching: {
+                    try await queue.delay("nul-value", for: .zero, value: "a\0b")
+                  })
+                )
               }
             }
           }
@@ -64,7 +79,7 @@ struct PostgresBatchIsolationTests {
   }
 
   @Test func invalidKeyErrorsSayWhatIsWrong() async throws {
-    try await TestDatabase.withQueue("invalid-key") { queue, _ in
+    try await TestDatabase.withQueue("invalid-key") { queue, _ async throws in
       do {
         try await queue.delay(Self.badKeys[1], for: .zero, value: "x")
         Issue.record("a 10 KB key was accepted")
@@ -75,7 +90,8 @@ struct PostgresBatchIsolationTests {
       await #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
         try await queue.cancel(Self.badKeys[0])
       }
-      let longest = String(repeating: "é", count: PostgresDelayedPreemptiveQueue<String>.maximumKeyBytes / 2)
+      let longest = String(
+        repeating: "é", count: PostgresDelayedPreemptiveQueue<String>.maximumKeyBytes / 2)
       try await queue.delay(longest, for: .seconds(60), value: "x")
       #expect(try await queue.isPending(longest))
       // A backslash before "u0000" is an escaped backslash, not a NUL: stored.
@@ -88,7 +104,7 @@ struct PostgresBatchIsolationTests {
   /// every other submission is stored. (Validation stops such a submission before it is
   /// batched; this test hands one to the batcher directly.)
   @Test func batchRefusedForOneSubmissionIsSplitSoTheOthersAreStored() async throws {
-    try await TestDatabase.withQueue("split") { queue, _ in
+    try await TestDatabase.withQueue("split") { queue, _ async throws in
       let results = await withTaskGroup(of: (String, Bool).self) { group in
         for index in 0..<60 {
           group.addTask {

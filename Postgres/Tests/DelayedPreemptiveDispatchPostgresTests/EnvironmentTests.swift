@@ -15,6 +15,7 @@ import Testing
   @Test func faultServerIsConfiguredWheneverCIRuns() {
     let ci = ProcessInfo.processInfo.environment["CI"] ?? ""
     guard !ci.isEmpty, ci != "false" else { return }
-    #expect(FaultServer.isConfigured, "CI is set but the fault server is not: \(FaultServer.skipReason)")
+    #expect(
+      FaultServer.isConfigured, "CI is set but the fault server is not: \(FaultServer.skipReason)")
   }
 }

@@ -23,15 +23,28 @@ enum FaultServer {
   }
 
   /// Runs `scripts/postgres.sh command` on the fault server (`restart`, `freeze`, `thaw`).
+  ///
+  /// Spawned and reaped with `posix_spawn` and `waitpid` rather than `Process`: `pg_ctl
+  /// restart` leaves the new postmaster running, and `Process` was seen never to notice the
+  /// script's exit then.
   static func control(_ command: String) async throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/bash")
-    process.arguments = [script.path, command]
+    let arguments = ["/bin/bash", script.path, command]
     var environment = ProcessInfo.processInfo.environment
     environment["DPD_POSTGRES_STATE"] = state
-    process.environment = environment
-    try process.run()
-    while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-    #expect(process.terminationStatus == 0, "scripts/postgres.sh \(command) failed")
+    let status = try await Task.detached { () -> Int32 in
+      var argv = arguments.map { strdup($0) } + [nil]
+      var envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+      defer {
+        for pointer in argv { free(pointer) }
+        for pointer in envp { free(pointer) }
+      }
+      var pid: pid_t = 0
+      let spawned = posix_spawn(&pid, "/bin/bash", nil, nil, &argv, &envp)
+      guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+      var status: Int32 = 0
+      while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+      return status
+    }.value
+    #expect(status == 0, "scripts/postgres.sh \(command) failed with status \(status)")
   }
 }

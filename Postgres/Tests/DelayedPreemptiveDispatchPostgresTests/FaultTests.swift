@@ -45,7 +45,8 @@ struct PostgresFaultTests {
       let cancelledAfter = try #require(stale.cancelledAt) - resumed
       print(
         "paused: stale run cancelled \(cancelledAfter) s after its process resumed; stale "
-          + "writes applied \(stale.applied == true ? 1 : 0); fences \(stale.fence) < \(fresh.fence)")
+          + "writes applied \(stale.applied == true ? 1 : 0); fences \(stale.fence) < \(fresh.fence)"
+      )
       // At the latest one renewal interval (lease / 3) after it can run again, plus a margin for
       // a loaded machine.
       #expect(cancelledAfter < 4.0 / 3 + 2)
@@ -110,8 +111,9 @@ struct PostgresFaultTests {
       try await PostgresReplicaTests.stop(workers)
       let runs = try await table.runs()
       let duplicates = try await table.keysRunMoreThanOnce()
-      print("backlog: \(keys) due keys, lease 300 ms, 3 workers: \(runs) runs in \(elapsed), "
-        + "duplicate runs \(duplicates)")
+      print(
+        "backlog: \(keys) due keys, lease 300 ms, 3 workers: \(runs) runs in \(elapsed), "
+          + "duplicate runs \(duplicates)")
       #expect(duplicates == 0)
       #expect(runs == keys)
     }

@@ -14,7 +14,7 @@ struct PostgresOutageTests {
   static let timeout = Duration.seconds(4)
 
   @Test func restartsInARowEndNoWorkerAndLoseNoAcknowledgedSubmission() async throws {
-    try await outage("restart") {
+    try await outage("restart") { _ in
       for _ in 0..<3 {
         try await FaultServer.control("restart")
         try await Task.sleep(for: .seconds(2))
@@ -22,18 +22,51 @@ struct PostgresOutageTests {
     }
   }
 
+  /// The postmaster is stopped, and every session but one is ended, so that every replica
+  /// needs a new connection, which gets no answer until the postmaster runs again.
   @Test func frozenPostmasterBoundsEveryCallAndWorkersSurvive() async throws {
-    try await outage("freeze") {
+    try await outage("freeze") { queue in
       try await FaultServer.control("freeze")
       do {
-        try await Task.sleep(for: .seconds(15))
-      } catch {}
+        _ = try await queue.database("terminate") { connection in
+          try await connection.query(
+            """
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE pid <> pg_backend_pid() AND datname = current_database()
+            """, logger: queue.logger)
+        }
+        // A client with no connection yet: its first call waits for one, bounded.
+        let fresh = try await TestDatabase.withClient(url: FaultServer.url) {
+          client, configuration in
+          var fresh = PostgresDelayedPreemptiveQueue<String>(
+            client: client, configuration: configuration, name: queue.name)
+          fresh.connectionTimeout = Self.timeout
+          let start = ContinuousClock.now
+          do {
+            try await fresh.delay("fresh", for: .zero, value: "f")
+            return ("stored", ContinuousClock.now - start)
+          } catch let error as PostgresDelayedPreemptiveQueueError {
+            guard case .databaseUnreachable = error else { return ("\(error)", .zero) }
+            return ("unreachable", ContinuousClock.now - start)
+          }
+        }
+        print("freeze: a fresh client's delay: \(fresh.0) after \(fresh.1)")
+        #expect(fresh.0 == "unreachable")
+        #expect(fresh.1 < Self.timeout + .seconds(2))
+        try await Task.sleep(for: .seconds(15) - fresh.1)
+      } catch {
+        try await FaultServer.control("thaw")
+        throw error
+      }
       try await FaultServer.control("thaw")
     }
   }
 
   /// Runs producers and two workers through `fault`, then checks P7.
-  func outage(_ prefix: String, fault: @Sendable () async throws -> Void) async throws {
+  func outage(
+    _ prefix: String,
+    fault: @Sendable (PostgresDelayedPreemptiveQueue<String>) async throws -> Void
+  ) async throws {
     try await TestDatabase.withQueue(prefix, lease: .seconds(3), url: FaultServer.url) {
       queue, client in
       var queue = queue
@@ -70,7 +103,7 @@ struct PostgresOutageTests {
         }
       }
       try await Task.sleep(for: .seconds(1))
-      try await fault()
+      try await fault(queue)
       try await Task.sleep(for: .seconds(4))
       stop.set()
       await producers.value

@@ -19,7 +19,8 @@ final class WorkerProcess: Sendable {
   /// Starts the worker with `arguments`, talking to the test database.
   init(_ arguments: [String], url: String = TestDatabase.url) throws {
     process = Process()
-    process.executableURL = Self.productsDirectory.appendingPathComponent("dpd-postgres-test-worker")
+    process.executableURL = Self.productsDirectory.appendingPathComponent(
+      "dpd-postgres-test-worker")
     process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     environment["DPD_POSTGRES_URL"] = url

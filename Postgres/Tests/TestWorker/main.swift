@@ -89,7 +89,7 @@ let work = Task { [queue] in
     if !settings.quiet { print("ran \(run.key) = \(run.value)") }
   }
   batchWriter.cancel()
-  try await batch.flush()
+  try await uncancelled { try await batch.flush() }
 }
 
 // SIGTERM and SIGINT cancel the worker: it drains and returns.
