@@ -59,6 +59,7 @@ let package = Package(
         "DelayedPreemptiveDispatchPostgres",
         .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       path: "Tests/TestWorker"
     ),

@@ -105,6 +105,7 @@ struct PostgresBadInputTests {
   @Test(arguments: [
     (["--name", ""], "name must not be empty"),
     (["--leading"], "options.leading is not supported"),
+    (["--name", String(repeating: "n", count: 300)], "name must be at most 256 bytes"),
   ])
   func programmerErrorStopsWithAClearMessage(arguments: [String], message: String) async throws {
     let worker = try WorkerProcess(arguments)

@@ -163,3 +163,25 @@ extension Result where Failure == any Error {
     }
   }
 }
+
+/// The checks made before a submission joins a batch, without a server.
+@Suite struct PostgresSubmissionCheckTests {
+  @Test(arguments: [
+    ("\"a\\u0000b\"", true),
+    ("\"\\u0000\"", true),
+    ("{\"k\":[1,\"\\u0000\"]}", true),
+    ("\"a\\\\u0000b\"", false),  // an escaped backslash, then the text u0000
+    ("\"a\\\\\\u0000b\"", true),  // an escaped backslash, then a NUL
+    ("\"u0000\"", false),
+    ("\"\\u00001\"", true),
+  ])
+  func jsonHoldsNULOnlyForAnEscapedNULCharacter(json: String, holdsNUL: Bool) {
+    #expect(ValueCodec.holdsNUL(json) == holdsNUL)
+  }
+
+  @Test func durationsSaturateAtTwoHundredYears() {
+    #expect(Duration.seconds(Int64.max).milliseconds == Duration.longestMilliseconds)
+    #expect(Duration.seconds(2).milliseconds == 2000)
+    #expect(Duration.milliseconds(1.5).milliseconds == 1.5)
+  }
+}

@@ -15,10 +15,11 @@ struct PostgresOutageTests {
 
   @Test func restartsInARowEndNoWorkerAndLoseNoAcknowledgedSubmission() async throws {
     try await outage("restart") { _ in
-      for _ in 0..<3 {
+      for round in 0..<3 {
+        if round > 0 { try await Task.sleep(for: .seconds(2)) }
         try await FaultServer.control("restart")
-        try await Task.sleep(for: .seconds(2))
       }
+      return Date()
     }
   }
 
@@ -59,13 +60,14 @@ struct PostgresOutageTests {
         throw error
       }
       try await FaultServer.control("thaw")
+      return Date()
     }
   }
 
   /// Runs producers and two workers through `fault`, then checks P7.
   func outage(
     _ prefix: String,
-    fault: @Sendable (PostgresDelayedPreemptiveQueue<String>) async throws -> Void
+    fault: @Sendable (PostgresDelayedPreemptiveQueue<String>) async throws -> Date
   ) async throws {
     try await TestDatabase.withQueue(prefix, lease: .seconds(3), url: FaultServer.url) {
       queue, client in
@@ -103,14 +105,21 @@ struct PostgresOutageTests {
         }
       }
       try await Task.sleep(for: .seconds(1))
-      try await fault(queue)
+      let ended = try await fault(queue)
       try await Task.sleep(for: .seconds(4))
       stop.set()
       await producers.value
+      // The workers claim again within the safety poll (200 ms) plus the backoff cap (1 s).
+      let resumedAfter = try await table.firstStart(after: ended).map {
+        $0 - ended.timeIntervalSince1970
+      }
 
-      // Bursts submitted after the outage run within the safety poll plus the backoff cap.
+      // Bursts submitted after the outage run within the safety poll plus the backoff cap, and
+      // every key whose submission failed during the outage accepts a retry: none is wedged.
       let after = ContinuousClock.now
       for index in 0..<20 { try await queue.delay("after-\(index)", for: .zero, value: "a") }
+      let retried = await calls.failedDelays
+      for key in retried { try await queue.delay(key, for: .zero, value: "retried") }
       #expect(try await queue.drains(within: .seconds(30)))
       let drained = ContinuousClock.now - after
       let alive = workers.filter(\.process.isRunning).count
@@ -119,17 +128,22 @@ struct PostgresOutageTests {
       let ran = try await table.lastValues()
       let acknowledged = await calls.acknowledged
       let refused = await calls.notWritten
-      let lost = acknowledged.filter { ran[$0.key] != $0.value }.count
-      let ranAnyway = refused.filter { ran[$0] != nil }.count
+      let lost = acknowledged.filter { ran[$0.key] != $0.value && !retried.contains($0.key) }.count
+      let ranAnyway = try await table.ranValue(keys: refused, notIn: ["retried"])
+      let retriedRan = retried.filter { ran[$0] == "retried" }.count
       let longest = await calls.longest
       let counts = await calls.counts
       print(
         "\(prefix): \(counts); longest call \(longest); workers alive \(alive) of 2; "
           + "acknowledged \(acknowledged.count), lost \(lost); not-written that ran \(ranAnyway); "
+          + "retried after the outage \(retriedRan) of \(retried.count); first run "
+          + "\(resumedAfter.map { "\($0)" } ?? "none") s after the outage; "
           + "after the outage all ran in \(drained)")
       #expect(alive == 2)
       #expect(lost == 0)
       #expect(ranAnyway == 0)
+      #expect(retriedRan == retried.count)
+      #expect((resumedAfter ?? .infinity) < 0.2 + 1 + 2)
       #expect(!acknowledged.isEmpty)
       for (operation, duration) in longest {
         #expect(duration < Self.timeout + .seconds(2), "\(operation) took \(duration)")
@@ -157,6 +171,8 @@ actor CallLog {
   private(set) var longest: [Operation: Duration] = [:]
   private(set) var counts: [String: Int] = [:]
   private(set) var otherErrors: [String] = []
+  /// Keys whose `delay` threw: not written, or outcome unknown.
+  private(set) var failedDelays: Set<String> = []
 
   nonisolated func time(
     _ operation: Operation, key: String?, _ call: @Sendable () async throws -> Void
@@ -188,9 +204,37 @@ actor CallLog {
         acknowledged.append((key, "v\(index)"))
       }
     case "unreachable":
-      if let key, operation == .delay { notWritten.append(key) }
-    case "unknown": break
+      if let key, operation == .delay {
+        notWritten.append(key)
+        failedDelays.insert(key)
+      }
+    case "unknown":
+      if let key, operation == .delay { failedDelays.insert(key) }
     default: otherErrors.append("\(operation): \(outcome)")
     }
+  }
+}
+
+extension RunTable {
+  /// When (Unix time) the first run that started after `date` started.
+  func firstStart(after date: Date) async throws -> Double? {
+    let rows = try await client.query(
+      """
+      SELECT extract(epoch FROM min(started))::float8 FROM dpd_test_runs
+      WHERE name = \(name) AND started > to_timestamp(\(date.timeIntervalSince1970))
+      """)
+    for try await first in rows.decode(Double?.self) { return first }
+    return nil
+  }
+
+  /// How many of `keys` ran with a value other than those in `notIn`.
+  func ranValue(keys: [String], notIn values: Set<String>) async throws -> Int {
+    var count = 0
+    let rows = try await client.query(
+      "SELECT key, value FROM dpd_test_runs WHERE name = \(name) AND key = ANY(\(keys))")
+    for try await (_, value) in rows.decode((String, String).self) where !values.contains(value) {
+      count += 1
+    }
+    return count
   }
 }

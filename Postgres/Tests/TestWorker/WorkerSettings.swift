@@ -13,6 +13,8 @@ struct WorkerSettings: Sendable {
   var observeCancellationMilliseconds = 0
   var crash = false
   var quiet = false
+  /// Log lines at this level and above go to stderr; nil: no logging.
+  var logLevel: String?
   /// Asks for `options.leading`, which the queue refuses with a precondition message: the tests
   /// check that message through this flag.
   var leading = false
@@ -27,6 +29,7 @@ struct WorkerSettings: Sendable {
       case "--crash": crash = true
       case "--quiet": quiet = true
       case "--leading": leading = true
+      case "--log-level": logLevel = remaining.popFirst()
       case "--name": name = remaining.popFirst() ?? name
       case "--concurrency": concurrency = Self.number(remaining.popFirst(), flag)
       case "--lease-ms": leaseMilliseconds = Self.number(remaining.popFirst(), flag)

@@ -14,12 +14,14 @@
 //                         it came
 //   --crash               kill its own process (SIGKILL) in each run, after recording its start
 //   --quiet               print nothing per run
+//   --log-level LEVEL     log the queue's lines at LEVEL and above to stderr
 //   --leading             ask for options.leading (unsupported: stops with a precondition message)
 // It prints "ready" on stdout once the schema is migrated and the worker runs.
 import DelayedPreemptiveDispatch
 import DelayedPreemptiveDispatchPostgres
 import Dispatch
 import Foundation
+import Logging
 import PostgresNIO
 
 guard let url = ProcessInfo.processInfo.environment["DPD_POSTGRES_URL"], !url.isEmpty else {
@@ -34,10 +36,17 @@ let configuration = try PostgresURL.configuration(url)
 let client = PostgresClient(configuration: configuration)
 let clientRun = Task { await client.run() }
 
+var logger = PostgresDelayedPreemptiveQueue<String>.silentLogger
+if let level = settings.logLevel.flatMap(Logger.Level.init(rawValue:)) {
+  logger = Logger(
+    label: "dpd-postgres-test-worker", factory: { StreamLogHandler.standardError(label: $0) })
+  logger.logLevel = level
+}
 var queue = PostgresDelayedPreemptiveQueue<String>(
   client: client, configuration: configuration, name: settings.name,
   options: DelayOptions(leading: settings.leading),
-  lease: .milliseconds(settings.leaseMilliseconds), maxAttempts: settings.maxAttempts)
+  lease: .milliseconds(settings.leaseMilliseconds), maxAttempts: settings.maxAttempts,
+  logger: logger)
 queue.safetyPoll = .milliseconds(200)
 queue.outageBackoff = .seconds(1)
 let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
