@@ -171,27 +171,30 @@ struct ClaimedBurst: Sendable {
 /// The end of successful runs, in one batch: deletes each row whose generation did not move
 /// since its claim, and releases the others as the waiting bursts that their submissions
 /// started (P3). A claim that was taken over (expired lease) matches nothing: the claims it
-/// returns are those whose end was recorded.
+/// returns are those whose end was recorded. It locks its rows in key order first, as the
+/// renewal and the upsert do, so that they cannot deadlock.
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = UUID
 
   static let sql = """
     WITH done AS (
-      SELECT * FROM unnest($2::text[], $3::uuid[]) AS d(key, claim)
-    ), finished AS (
+      SELECT b.key, b.claim, b.generation = b.claimed_generation AS finished
+      FROM dpd_bursts AS b, unnest($2::text[], $3::uuid[]) AS d(key, claim)
+      WHERE b.name = $1 AND b.key = d.key AND b.claim = d.claim
+      ORDER BY b.key
+      FOR UPDATE OF b
+    ), deleted AS (
       DELETE FROM dpd_bursts AS b USING done
-      WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
-        AND b.generation = b.claimed_generation
-      RETURNING b.key, b.claim
+      WHERE b.name = $1 AND b.key = done.key AND done.finished
+      RETURNING done.claim
     ), released AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
         attempts = 0, due_at = b.deadline
       FROM done
-      WHERE b.name = $1 AND b.key = done.key AND b.claim = done.claim
-        AND b.key NOT IN (SELECT key FROM finished)
+      WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
     )
-    SELECT claim FROM finished UNION ALL SELECT claim FROM released
+    SELECT claim FROM deleted UNION ALL SELECT claim FROM released
     """
   static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .uuidArray]
 
@@ -256,14 +259,20 @@ struct FailedStatement: PostgresPreparedStatement {
 }
 
 /// Extends the leases of all the runs one worker holds, in one statement on the index on
-/// `claim`. Returns the claims it renewed: a claim missing from the answer was taken over.
+/// `claim`, locking its rows in key order. Returns the claims it renewed: a claim missing from
+/// the answer was taken over.
 struct RenewStatement: PostgresPreparedStatement {
   typealias Row = UUID
 
   static let sql = """
-    UPDATE dpd_bursts SET due_at = clock_timestamp() + $3 * interval '1 millisecond'
-    WHERE claim = ANY($2) AND name = $1
-    RETURNING claim
+    WITH held AS (
+      SELECT key FROM dpd_bursts WHERE claim = ANY($2) AND name = $1
+      ORDER BY key
+      FOR UPDATE
+    )
+    UPDATE dpd_bursts AS b SET due_at = clock_timestamp() + $3 * interval '1 millisecond'
+    FROM held WHERE b.name = $1 AND b.key = held.key
+    RETURNING b.claim
     """
   static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray, .float8]
 

@@ -87,6 +87,13 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
     return sqlState.hasPrefix("22") || sqlState.hasPrefix("23") || sqlState.hasPrefix("54")
   }
 
+  /// Whether the statement lost a deadlock or a serialization conflict (SQLSTATE class 40): it
+  /// was rolled back, and sending it again is safe.
+  var isConflict: Bool {
+    guard case .databaseError(_, let sqlState, _) = self else { return false }
+    return sqlState.hasPrefix("40")
+  }
+
   /// The same error, for the caller that submitted `key`.
   func attributed(to key: String) -> Self {
     if case .outcomeUnknown(nil, let host, let port, let reason) = self {

@@ -51,7 +51,12 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
   /// Writes `batch` and answers each of its callers. When the database refuses the batch for
   /// its data (SQLSTATE classes 22, 23 and 54: a value or key it cannot store), one submission
   /// is to blame: the halves are written apart, so that every other submission is stored (P8).
-  private func store(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async {
+  ///
+  /// A batch that lost a deadlock or a serialization conflict (SQLSTATE class 40) was rolled
+  /// back, so it is sent again, once.
+  private func store(
+    _ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>, retry: Bool = true
+  ) async {
     let earliest = batch.map(\.deadline).min() ?? .now
     let left = earliest - ContinuousClock.now
     guard left > .zero else {
@@ -62,6 +67,8 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
     do {
       let notified = try await queue.upsert(batch.map(\.submission), timeout: left)
       for entry in batch { entry.written.resume(returning: notified) }
+    } catch let error as PostgresDelayedPreemptiveQueueError where retry && error.isConflict {
+      await store(batch, using: queue, retry: false)
     } catch let error as PostgresDelayedPreemptiveQueueError
       where batch.count > 1 && error.isCausedByData
     {
