@@ -4,18 +4,16 @@ import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// One run of the shipped `dpd-postgres-worker` tool: its exit status and what it printed.
-struct ToolRun: Sendable {
-  var status: Int32
-  var output: String
-  var errors: String
+/// A `dpd-postgres-worker` process. Its output goes to files, not pipes: reading a pipe blocks a
+/// thread of the cooperative pool until the tool exits, and this machine has two of them.
+final class ToolProcess: Sendable {
+  let process: Process
+  let outputFile: URL
+  let errorFile: URL
 
-  /// Runs the tool with `arguments` until it exits (at most `timeout`; then it is killed and the
-  /// status is -1).
-  static func run(
-    _ arguments: [String], url: String = TestDatabase.url, timeout: Duration = .seconds(60)
-  ) async throws -> ToolRun {
-    let process = Process()
+  /// Starts the tool with `arguments`, on the database `url`.
+  init(_ arguments: [String], url: String = TestDatabase.url) throws {
+    process = Process()
     process.executableURL = WorkerProcess.productsDirectory.appendingPathComponent(
       "dpd-postgres-worker")
     process.arguments = arguments
@@ -23,17 +21,11 @@ struct ToolRun: Sendable {
     environment["DPD_POSTGRES_URL"] = url
     environment["SWIFT_BACKTRACE"] = "enable=no"
     process.environment = environment
-    // Files, not pipes: reading a pipe blocks a thread of the cooperative pool until the tool
-    // exits, and this machine has two of them.
     let directory = FileManager.default.temporaryDirectory
-    let outputFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).out")
-    let errorFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).err")
+    outputFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).out")
+    errorFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).err")
     _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
     _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-    defer {
-      try? FileManager.default.removeItem(at: outputFile)
-      try? FileManager.default.removeItem(at: errorFile)
-    }
     let output = try FileHandle(forWritingTo: outputFile)
     let errors = try FileHandle(forWritingTo: errorFile)
     defer {
@@ -43,17 +35,49 @@ struct ToolRun: Sendable {
     process.standardOutput = output
     process.standardError = errors
     try process.run()
+  }
+
+  /// What it printed on stdout so far.
+  var output: String { (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "" }
+  /// What it printed on stderr so far.
+  var errors: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
+
+  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// Waits for the process to end; returns its exit status, or nil if it ran past `timeout`
+  /// (then it is killed).
+  func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32? {
     let deadline = ContinuousClock.now + timeout
     while process.isRunning && ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))
     }
-    let timedOut = process.isRunning
-    if timedOut { kill(process.processIdentifier, SIGKILL) }
-    while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-    return ToolRun(
-      status: timedOut ? -1 : process.terminationStatus,
-      output: String(decoding: try Data(contentsOf: outputFile), as: UTF8.self),
-      errors: String(decoding: try Data(contentsOf: errorFile), as: UTF8.self))
+    guard !process.isRunning else {
+      signal(SIGKILL)
+      return nil
+    }
+    return process.terminationReason == .exit ? process.terminationStatus : -1
+  }
+
+  deinit {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    try? FileManager.default.removeItem(at: outputFile)
+    try? FileManager.default.removeItem(at: errorFile)
+  }
+}
+
+/// One run of the tool to its end: its exit status (nil: killed after the timeout) and what it
+/// printed.
+struct ToolRun: Sendable {
+  var status: Int32?
+  var output: String
+  var errors: String
+
+  static func run(
+    _ arguments: [String], url: String = TestDatabase.url, timeout: Duration = .seconds(60)
+  ) async throws -> ToolRun {
+    let tool = try ToolProcess(arguments, url: url)
+    let status = try await tool.waitForExit(timeout: timeout)
+    return ToolRun(status: status, output: tool.output, errors: tool.errors)
   }
 }
 
@@ -162,6 +186,25 @@ struct PostgresWorkerToolTests {
         #expect(again.output == "no kept failure for \(key)\n")
       }
       #expect(try await queue.isPending("waiting"))
+    }
+  }
+
+  @Test func runWorksUntilSIGTERMThenStopsAndExitsZero() async throws {
+    try await TestDatabase.withQueue("tool-run") { queue, _ in
+      let tool = try ToolProcess(
+        ["run", "--name", queue.name, "--concurrency", "2", "--log-level", "debug"])
+      #expect(try await TestDatabase.eventually(within: .seconds(60)) { tool.output == "ready\n" })
+      try await queue.delay("k", for: .zero, value: "hello")
+      #expect(
+        try await TestDatabase.eventually {
+          tool.output.contains("ran k = hello (attempt 1, fence ")
+        }, "\(tool.output) \(tool.errors)")
+      #expect(try await queue.drains(within: .seconds(10)))
+      tool.signal(SIGTERM)
+      #expect(try await tool.waitForExit() == 0, "\(tool.errors)")
+      #expect(tool.output.hasSuffix("stopped\n"), "\(tool.output)")
+      #expect(tool.errors.contains("worker started"), "\(tool.errors)")
+      #expect(tool.errors.contains("worker stopped"), "\(tool.errors)")
     }
   }
 }
