@@ -23,13 +23,14 @@ struct RunCommand: AsyncParsableCommand {
   @Option(help: "How many handlers run at once, at most.")
   var concurrency = 4
 
-  @Option(help: "How long a claimed burst stays claimed without a renewal, in seconds.")
+  @Option(
+    help: "How long a claimed burst stays claimed without a renewal, in seconds (0.01 to 86400).")
   var leaseSeconds = 30.0
 
   func validate() throws {
     guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-    guard leaseSeconds >= 0.01, leaseSeconds.isFinite else {
-      throw ValidationError("--lease-seconds must be at least 0.01")
+    guard leaseSeconds >= 0.01, leaseSeconds <= 86_400 else {
+      throw ValidationError("--lease-seconds must be from 0.01 to 86400 (a day)")
     }
   }
 
