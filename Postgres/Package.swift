@@ -33,13 +33,17 @@ let package = Package(
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]
     ),
-    // The operator's worker tool: runs a queue's worker as a service until SIGTERM.
+    // The operator's worker tool: runs a demo queue's worker as a service until SIGTERM or
+    // SIGINT, and shows the queue's state, retries or discards a kept failure.
     .executableTarget(
       name: "dpd-postgres-worker",
       dependencies: [
         "DelayedPreemptiveDispatchPostgres",
         .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "Logging", package: "swift-log"),
       ]
     ),
     // Measures delay throughput, drain rate and fire lateness against a real server.
@@ -72,6 +76,7 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "Logging", package: "swift-log"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]
     ),
   ],

@@ -1,5 +1,7 @@
 /// A burst whose handler threw `maxAttempts` times, as ``PostgresDelayedPreemptiveQueue/failures()``
-/// lists it. The row stays in the database until a new `delay` of its key starts a fresh burst.
+/// lists it. The row stays in the database until a new `delay` of its key starts a fresh burst,
+/// ``PostgresDelayedPreemptiveQueue/retryFailure(_:)`` runs it again, or
+/// ``PostgresDelayedPreemptiveQueue/discardFailure(_:)`` removes it.
 public struct PostgresBurstFailure<Value: Codable & Sendable>: Sendable {
   /// The burst's key.
   public var key: String
