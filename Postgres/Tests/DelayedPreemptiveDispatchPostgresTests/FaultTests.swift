@@ -105,8 +105,8 @@ struct PostgresFaultTests {
       let started = ContinuousClock.now
       let workers = try await PostgresReplicaTests.startWorkers(
         3, name: queue.name,
-        ["--lease-ms", "300", "--concurrency", "8", "--record-batched"], record: false)
-      #expect(try await queue.drains(within: .seconds(150)))
+        ["--lease-ms", "300", "--concurrency", "32", "--record-batched"], record: false)
+      #expect(try await queue.drains(within: .seconds(150), every: .seconds(1)))
       let elapsed = ContinuousClock.now - started
       try await PostgresReplicaTests.stop(workers)
       let runs = try await table.runs()

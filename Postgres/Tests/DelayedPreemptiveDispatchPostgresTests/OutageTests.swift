@@ -109,10 +109,6 @@ struct PostgresOutageTests {
       try await Task.sleep(for: .seconds(4))
       stop.set()
       await producers.value
-      // The workers claim again within the safety poll (200 ms) plus the backoff cap (1 s).
-      let resumedAfter = try await table.firstStart(after: ended).map {
-        $0 - ended.timeIntervalSince1970
-      }
 
       // Bursts submitted after the outage run within the safety poll plus the backoff cap, and
       // every key whose submission failed during the outage accepts a retry: none is wedged.
@@ -120,8 +116,12 @@ struct PostgresOutageTests {
       for index in 0..<20 { try await queue.delay("after-\(index)", for: .zero, value: "a") }
       let retried = await calls.failedDelays
       for key in retried { try await queue.delay(key, for: .zero, value: "retried") }
-      #expect(try await queue.drains(within: .seconds(30)))
+      #expect(try await queue.drains(within: .seconds(60), every: .milliseconds(200)))
       let drained = ContinuousClock.now - after
+      // The workers claim again within the safety poll (200 ms) plus the backoff cap (1 s).
+      let resumedAfter = try await table.firstStart(after: ended).map {
+        $0 - ended.timeIntervalSince1970
+      }
       let alive = workers.filter(\.process.isRunning).count
       try await PostgresReplicaTests.stop(workers)
 

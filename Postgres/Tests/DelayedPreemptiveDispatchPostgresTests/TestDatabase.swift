@@ -67,12 +67,13 @@ enum TestDatabase {
 
   /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
   static func eventually(
-    within timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool
+    within timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
+    _ condition: @Sendable () async throws -> Bool
   ) async throws -> Bool {
     let end = ContinuousClock.now + timeout
     while ContinuousClock.now < end {
       if try await condition() { return true }
-      try await Task.sleep(for: .milliseconds(20))
+      try await Task.sleep(for: interval)
     }
     return try await condition()
   }
@@ -124,8 +125,14 @@ actor RunLog {
 
 extension PostgresDelayedPreemptiveQueue {
   /// Whether `pendingCount()` reaches 0 within `timeout`.
-  func drains(within timeout: Duration) async throws -> Bool {
-    try await TestDatabase.eventually(within: timeout) { try await pendingCount() == 0 }
+  /// `every`: how often to count; a large backlog wants a longer interval, so that counting
+  /// does not load the server that drains it.
+  func drains(within timeout: Duration, every interval: Duration = .milliseconds(20))
+    async throws -> Bool
+  {
+    try await TestDatabase.eventually(within: timeout, every: interval) {
+      try await pendingCount() == 0
+    }
   }
 
   /// Runs a worker with `handler` while `body` runs, then cancels it and waits for it to return.

@@ -1,5 +1,8 @@
+import Dispatch
 import Foundation
 import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
 
 /// A `dpd-postgres-test-worker` process: a replica under test, or a probe of a precondition.
 final class WorkerProcess: Sendable {
@@ -34,28 +37,32 @@ final class WorkerProcess: Sendable {
   }
 
   /// Waits until the worker printed "ready" (it has migrated and runs), or fails the test.
+  ///
+  /// The pipe is read on a thread of Dispatch's, never on the cooperative pool, whose two
+  /// threads a blocking read would take from every other test.
   func waitUntilReady(timeout: Duration = .seconds(60)) async {
     let handle = output.fileHandleForReading
-    let reader = Task.detached { () -> Bool in
-      var seen = Data()
-      while true {
-        let chunk = handle.availableData
-        if chunk.isEmpty { return false }
-        seen.append(chunk)
-        if String(decoding: seen, as: UTF8.self).contains("ready\n") { return true }
+    let ready = Locked<CheckedContinuation<Bool, Never>?>(nil)
+    let answer: @Sendable (Bool) -> Void = { value in
+      ready.withLock { continuation in
+        continuation?.resume(returning: value)
+        continuation = nil
       }
     }
-    let ready = await withTaskGroup(of: Bool.self) { group in
-      group.addTask { await reader.value }
-      group.addTask {
-        do { try await Task.sleep(for: timeout) } catch {}
-        return false
+    let seen = await withCheckedContinuation { continuation in
+      ready.withLock { $0 = continuation }
+      DispatchQueue.global().async {
+        var seen = Data()
+        while true {
+          let chunk = handle.availableData
+          if chunk.isEmpty { return answer(false) }
+          seen.append(chunk)
+          if String(decoding: seen, as: UTF8.self).contains("ready\n") { return answer(true) }
+        }
       }
-      let first = await group.next() ?? false
-      group.cancelAll()
-      return first
+      DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { answer(false) }
     }
-    if !ready {
+    if !seen {
       signal(SIGKILL)
       Issue.record("dpd-postgres-test-worker did not become ready: \(errorText())")
     }
@@ -82,5 +89,12 @@ final class WorkerProcess: Sendable {
 
   deinit {
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+  }
+}
+
+extension Duration {
+  /// The duration in seconds, for Dispatch.
+  fileprivate var seconds: Double {
+    Double(components.seconds) + Double(components.attoseconds) / 1e18
   }
 }
