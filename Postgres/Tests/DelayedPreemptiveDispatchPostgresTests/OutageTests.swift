@@ -132,9 +132,10 @@ struct PostgresOutageTests {
       let ranAnyway = try await table.ranValue(keys: refused, notIn: ["retried"])
       let retriedRan = retried.filter { ran[$0] == "retried" }.count
       let longest = await calls.longest
+      let longestText = longest.map { "\($0.key.rawValue) \($0.value)" }.sorted()
       let counts = await calls.counts
       print(
-        "\(prefix): \(counts); longest call \(longest); workers alive \(alive) of 2; "
+        "\(prefix): \(counts); longest call \(longestText); workers alive \(alive) of 2; "
           + "acknowledged \(acknowledged.count), lost \(lost); not-written that ran \(ranAnyway); "
           + "retried after the outage \(retriedRan) of \(retried.count); first run "
           + "\(resumedAfter.map { "\($0)" } ?? "none") s after the outage; "
