@@ -1,0 +1,185 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Rule P12, without a server: the URL's `sslmode` gives the TLS it names, an unknown setting is
+/// an error, and no error shows a password.
+@Suite struct ConnectionSettingsTests {
+  /// What a client's TLS setting amounts to, for comparisons.
+  enum TLS: Equatable {
+    case disable
+    case prefer(CertificateVerification)
+    case require(CertificateVerification)
+
+    init?(_ tls: PostgresClient.Configuration.TLS) {
+      switch tls.mode {
+      case .disable: self = .disable
+      case .prefer(let configuration): self = .prefer(configuration.certificateVerification)
+      case .require(let configuration): self = .require(configuration.certificateVerification)
+      case nil: return nil
+      }
+    }
+  }
+
+  static let base = "postgres://app@db.internal:6543/app"
+  static let password = "s3cr3t-Pa55"
+
+  @Test func tlsModeOfEveryClientSettingIsReadable() {
+    var chain = TLSConfiguration.makeClientConfiguration()
+    chain.certificateVerification = .noHostnameVerification
+    var none = TLSConfiguration.makeClientConfiguration()
+    none.certificateVerification = .none
+    #expect(TLS(.disable) == .disable)
+    #expect(TLS(.prefer(chain)) == .prefer(.noHostnameVerification))
+    #expect(TLS(.require(none)) == .require(.none))
+    #expect(TLS(.require(.makeClientConfiguration())) == .require(.fullVerification))
+  }
+
+  @Test(arguments: [
+    ("", TLS.disable),
+    ("?sslmode=disable", .disable),
+    ("?sslmode=prefer", .prefer(.none)),
+    ("?sslmode=require", .require(.none)),
+    ("?sslmode=verify-ca", .require(.noHostnameVerification)),
+    ("?sslmode=verify-full", .require(.fullVerification)),
+  ])
+  func sslModeGivesTheTLSItNames(query: String, expected: TLS) throws {
+    let configuration = try PostgresURL.configuration(Self.base + query)
+    #expect(TLS(configuration.tls) == expected)
+    // Independent of `TLS.mode`: postgres-nio's own rendering names the case.
+    let rendering = String(reflecting: configuration.tls)
+    switch expected {
+    case .disable: #expect(rendering.contains(".disable"))
+    case .prefer: #expect(rendering.contains(".prefer("))
+    case .require: #expect(rendering.contains(".require("))
+    }
+  }
+
+  @Test func urlPartsAreKept() throws {
+    let configuration = try PostgresURL.configuration(
+      "postgresql://app:p%40ss@db.internal:6543/orders?sslmode=require")
+    #expect(configuration.username == "app")
+    #expect(configuration.password == "p@ss")
+    #expect(configuration.host == "db.internal")
+    #expect(configuration.port == 6543)
+    #expect(configuration.database == "orders")
+  }
+
+  @Test(arguments: ["verify-ca", "verify-full", "require", "prefer"])
+  func sslRootCertReplacesTheTrustedAuthoritiesAndChecksTheChain(mode: String) throws {
+    let path = try Self.writeCertificateAuthority()
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let configuration = try PostgresURL.configuration(
+      Self.base + "?sslmode=\(mode)&sslrootcert=\(path)")
+    let tls: TLSConfiguration
+    switch configuration.tls.mode {
+    case .require(let configuration) where mode != "prefer": tls = configuration
+    case .prefer(let configuration) where mode == "prefer": tls = configuration
+    default:
+      Issue.record("sslmode=\(mode) with sslrootcert gives an unexpected TLS mode")
+      return
+    }
+    #expect(tls.trustRoots == .certificates(try NIOSSLCertificate.fromPEMFile(path)))
+    let verification: CertificateVerification =
+      mode == "verify-full" ? .fullVerification : .noHostnameVerification
+    #expect(tls.certificateVerification == verification)
+  }
+
+  @Test func unreadableSSLRootCertIsAnError() throws {
+    let path = "/nonexistent/dpd-\(UUID().uuidString).pem"
+    let error = try #require(throws: PostgresURL.InvalidURL.self) {
+      try PostgresURL.configuration(Self.base + "?sslmode=verify-ca&sslrootcert=\(path)")
+    }
+    #expect(error.reason.contains("sslrootcert"))
+    #expect(error.reason.contains(path))
+  }
+
+  @Test(arguments: ["bogus", "allow", "REQUIRE", ""])
+  func unknownSSLModeIsAnErrorNamingTheValue(value: String) throws {
+    let error = try #require(throws: PostgresURL.InvalidURL.self) {
+      try PostgresURL.configuration(Self.base + "?sslmode=\(value)")
+    }
+    #expect(error.reason.contains("sslmode \"\(value)\""))
+    #expect(error.description.contains("sslmode \"\(value)\""))
+  }
+
+  @Test(arguments: [
+    ("?application_name=x", "unknown parameter \"application_name\""),
+    ("?sslmode=require&sslmode=disable", "\"sslmode\" is given twice"),
+    ("?sslmode", "\"sslmode\" has no value"),
+    ("?sslmode=%zz", "malformed %-escape"),
+    ("?sslrootcert=/etc/ca.pem", "sslrootcert is given but TLS is off"),
+    ("?sslmode=disable&sslrootcert=/etc/ca.pem", "sslrootcert is given but TLS is off"),
+  ])
+  func unsupportedParameterIsAnError(query: String, reason: String) throws {
+    let error = try #require(throws: PostgresURL.InvalidURL.self) {
+      try PostgresURL.configuration(Self.base + query)
+    }
+    #expect(error.reason.contains(reason))
+  }
+
+  @Test(arguments: [
+    "postgres://app:\(password)@db:5432/app?sslmode=bogus",
+    "postgres://app:\(password)@db:99999/app",
+    "postgres://app:\(password)@/app",
+    "postgres://app:\(password)@db/app?application_name=x",
+    "postgres://app:\(password)%zz@db/app",
+    "postgres://:\(password)@db/app",
+    "postgres://a/p:\(password)@db/app?sslmode=bogus",
+    "postgres://app:p@ss-\(password)@db/app?sslmode=bogus",
+    "postgres://app:\(password)db/app",
+    "mysql://app:\(password)@db/app",
+    "postgres://app@db/app?password=\(password)",
+    "postgres://app:\(password)@db/app?sslmode=verify-ca&sslrootcert=/nonexistent/\(password)",
+  ])
+  func invalidURLNeverShowsThePassword(url: String) throws {
+    let error = try #require(throws: PostgresURL.InvalidURL.self) {
+      try PostgresURL.configuration(url)
+    }
+    for text in [error.url, error.reason, error.description, String(reflecting: error)] {
+      #expect(!text.contains(Self.password), "\(text)")
+    }
+    #expect(!error.reason.isEmpty)
+  }
+
+  @Test(arguments: [
+    ("postgres://app:pw@db:5432/app", "postgres://app:***@db:5432/app"),
+    ("postgres://app@db/app", "postgres://app@db/app"),
+    ("postgres://db:5432/app", "postgres://db:5432/app"),
+    ("postgres://app:p@ss@db/app", "postgres://app:***@db/app"),
+    ("postgres://app:p/w?x@db/app", "postgres://app:***@db/app"),
+    ("postgres://a/b:pw@db/app", "postgres://***@db/app"),
+    ("postgres://app:pw/db/app", "postgres://***/db/app"),
+    (
+      "postgres://db/app?sslmode=require&password=pw",
+      "postgres://db/app?sslmode=require&password=***"
+    ),
+  ])
+  func redactingPasswordReplacesOnlyThePassword(url: String, redacted: String) {
+    #expect(redactingPassword(url) == redacted)
+  }
+
+  /// Writes a PEM certificate authority (a self-signed test certificate) to a temporary file.
+  static func writeCertificateAuthority() throws -> String {
+    let path = NSTemporaryDirectory() + "dpd-ca-\(UUID().uuidString).pem"
+    try certificateAuthority.write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+  }
+
+  static let certificateAuthority = """
+    -----BEGIN CERTIFICATE-----
+    MIIBhDCCASmgAwIBAgIURNTVIhr+z7xU+kNwGnjHvHptRoswCgYIKoZIzj0EAwIw
+    FjEUMBIGA1UEAwwLZHBkLXRlc3QtY2EwIBcNMjYxMTIzMjIzODE3WhgPMjEyNjEw
+    MzAyMjM4MTdaMBYxFDASBgNVBAMMC2RwZC10ZXN0LWNhMFkwEwYHKoZIzj0CAQYI
+    KoZIzj0DAQcDQgAEhfQdYPrRe1jjRVfLvnvvwDyx0QMv5Cbyx0ZKOu9NNkXohn3A
+    HjzSiewzO/rejNQCN/5ZPxOcQhv6sPM1ueWFS6NTMFEwHQYDVR0OBBYEFGFOYOe7
+    o5dqwHFj9v8v+JNuvDCGMB8GA1UdIwQYMBaAFGFOYOe7o5dqwHFj9v8v+JNuvDCG
+    MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAL6wMNMcNwAeiqLz
+    Knc7/p4rZ5JdmAjsRgXTLBUDF/G1AiEAr5yTeo1K2pYs/NzBD0eA891FA+aI5dIu
+    qxPGQwvb40s=
+    -----END CERTIFICATE-----
+
+    """
+}
