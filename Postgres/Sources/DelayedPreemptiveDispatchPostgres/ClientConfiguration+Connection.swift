@@ -30,3 +30,36 @@ extension PostgresClient.Configuration.TLS {
     }
   }
 }
+
+extension PostgresClient.Configuration {
+  /// The settings of one direct connection made as the client's pool makes it: the same endpoint,
+  /// credentials, TLS mode and options.
+  ///
+  /// Returns nil when the TLS mode cannot be read (see `TLS.mode`); throws NIOSSL's error when the
+  /// TLS configuration cannot make a context, for example with an unreadable certificate file.
+  func connectionConfiguration() throws -> PostgresConnection.Configuration? {
+    var connection: PostgresConnection.Configuration
+    if let unixSocketPath {
+      connection = PostgresConnection.Configuration(
+        unixSocketPath: unixSocketPath, username: username, password: password,
+        database: database)
+    } else if let host, let port, let mode = tls.mode {
+      let connectionTLS: PostgresConnection.Configuration.TLS
+      switch mode {
+      case .disable: connectionTLS = .disable
+      case .prefer(let tls): connectionTLS = .prefer(try NIOSSLContext(configuration: tls))
+      case .require(let tls): connectionTLS = .require(try NIOSSLContext(configuration: tls))
+      }
+      connection = PostgresConnection.Configuration(
+        host: host, port: port, username: username, password: password, database: database,
+        tls: connectionTLS)
+    } else {
+      return nil
+    }
+    connection.options.connectTimeout = TimeAmount(options.connectTimeout)
+    connection.options.tlsServerName = options.tlsServerName
+    connection.options.requireBackendKeyData = options.requireBackendKeyData
+    connection.options.additionalStartupParameters = options.additionalStartupParameters
+    return connection
+  }
+}

@@ -183,3 +183,101 @@ import Testing
 
     """
 }
+
+/// Rule P12, without a server: a probe reports a refused port and an unknown host at once, gives
+/// nil on silence within its limit, shares one attempt, and never quotes the password.
+@Suite struct ConnectionProbeTests {
+  static let password = "s3cr3t-Pa55"
+
+  @Test func failureReasonsNameTheNetworksReasonAndNeverThePassword() {
+    let refused = IOError(errnoCode: ECONNREFUSED, reason: "connect")
+    #expect(ConnectionFailure(connecting: refused, password: nil)?.reason == "connection refused")
+    #expect(
+      ConnectionFailure(connecting: ChannelError.connectTimeout(.seconds(1)), password: nil) == nil)
+    #expect(ConnectionFailure(connecting: CancellationError(), password: nil) == nil)
+    struct Leaky: Error, CustomStringConvertible {
+      var description: String { "rejected s3cr3t-Pa55 for app" }
+    }
+    let failure = ConnectionFailure(connecting: Leaky(), password: Self.password)
+    #expect(failure?.reason == "rejected *** for app")
+  }
+
+  @Test func refusedPortFailsWithRefusedAtOnce() async throws {
+    let probe = ConnectionProbe(configuration: Self.configuration(host: "127.0.0.1", port: 1))
+    let start = ContinuousClock.now
+    let failure = await probe.failure(within: .seconds(10))
+    #expect(start.duration(to: .now) < .seconds(2))
+    #expect(failure?.reason.contains("refused") == true, "\(String(describing: failure))")
+    #expect(failure?.sqlState == nil)
+  }
+
+  @Test func unknownHostFailsWithUnknownHost() async throws {
+    let probe = ConnectionProbe(
+      configuration: Self.configuration(host: "dpd-no-such-host.invalid", port: 5432))
+    let failure = await probe.failure(within: .seconds(10))
+    #expect(failure?.reason.contains("unknown host") == true, "\(String(describing: failure))")
+    #expect(failure?.reason.contains("dpd-no-such-host.invalid") == true)
+  }
+
+  @Test func silentServerGivesNilWithinTheLimit() async throws {
+    try await Self.withSilentServer { port in
+      let probe = ConnectionProbe(configuration: Self.configuration(host: "127.0.0.1", port: port))
+      let start = ContinuousClock.now
+      #expect(await probe.failure(within: .milliseconds(300)) == nil)
+      let elapsed = start.duration(to: .now)
+      #expect(elapsed >= .milliseconds(300))
+      #expect(elapsed < .seconds(2), "the connect timeout is 10 s; the limit must win")
+    }
+  }
+
+  @Test func cancelledCallerStopsWaiting() async throws {
+    try await Self.withSilentServer { port in
+      let probe = ConnectionProbe(configuration: Self.configuration(host: "127.0.0.1", port: port))
+      let start = ContinuousClock.now
+      let caller = Task { await probe.failure(within: .seconds(30)) }
+      try await Task.sleep(for: .milliseconds(100))
+      caller.cancel()
+      #expect(await caller.value == nil)
+      #expect(start.duration(to: .now) < .seconds(5))
+    }
+  }
+
+  @Test func concurrentCallersShareOneAttempt() async throws {
+    try await Self.withSilentServer { port in
+      let probe = ConnectionProbe(configuration: Self.configuration(host: "127.0.0.1", port: port))
+      await withTaskGroup(of: ConnectionFailure?.self) { group in
+        for _ in 0..<8 { group.addTask { await probe.failure(within: .seconds(2)) } }
+        for await failure in group { #expect(failure == nil) }
+      }
+      #expect(await probe.attemptCount == 1)
+    }
+  }
+
+  @Test func resultIsReusedWhileFreshOnly() async throws {
+    let refused = Self.configuration(host: "127.0.0.1", port: 1)
+    let reusing = ConnectionProbe(configuration: refused, reuse: .seconds(60))
+    let first = await reusing.failure(within: .seconds(10))
+    #expect(first != nil)
+    #expect(await reusing.failure(within: .seconds(10)) == first)
+    #expect(await reusing.attemptCount == 1)
+    let renewing = ConnectionProbe(configuration: refused, reuse: .zero)
+    _ = await renewing.failure(within: .seconds(10))
+    _ = await renewing.failure(within: .seconds(10))
+    #expect(await renewing.attemptCount == 2)
+  }
+
+  static func configuration(host: String, port: Int) -> PostgresClient.Configuration {
+    PostgresClient.Configuration(
+      host: host, port: port, username: "app", password: password, database: "app",
+      tls: .disable)
+  }
+
+  /// Runs `body` with the port of a TCP server on 127.0.0.1 that accepts and never answers.
+  static func withSilentServer(_ body: (Int) async throws -> Void) async throws {
+    let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .bind(host: "127.0.0.1", port: 0).get()
+    defer { server.close(promise: nil) }
+    try await body(try #require(server.localAddress?.port))
+  }
+
+}
