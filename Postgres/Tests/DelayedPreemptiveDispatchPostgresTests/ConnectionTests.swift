@@ -281,3 +281,69 @@ import Testing
   }
 
 }
+
+/// Rule P12 against the real server: a wrong password, an unknown database and a TLS demand the
+/// server cannot meet fail with the server's reason at once; a good configuration gives nil.
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct ConnectionProbeServerTests {
+  /// The role `scripts/postgres.sh start` makes authenticate with this password.
+  static let passwordUser = "dpd_password_user"
+  static let rightPassword = "dpd_password_secret"
+
+  static func failure(
+    _ change: (inout PostgresClient.Configuration) -> Void
+  ) async throws -> (failure: ConnectionFailure?, elapsed: Duration) {
+    var configuration = try TestDatabase.configuration()
+    change(&configuration)
+    let probe = ConnectionProbe(configuration: configuration)
+    let start = ContinuousClock.now
+    let failure = await probe.failure(within: .seconds(10))
+    return (failure, start.duration(to: .now))
+  }
+
+  @Test func wrongPasswordFailsWithItsSQLStateAtOnce() async throws {
+    let wrong = "wrong-s3cr3t-Pa55"
+    let (failure, elapsed) = try await Self.failure {
+      $0.username = Self.passwordUser
+      $0.password = wrong
+    }
+    #expect(elapsed < .seconds(2))
+    #expect(failure?.sqlState == "28P01")
+    #expect(
+      failure?.reason
+        == "password authentication failed for user \"\(Self.passwordUser)\" (SQLSTATE 28P01)")
+    #expect(failure?.reason.contains(wrong) == false)
+  }
+
+  @Test func rightPasswordConnects() async throws {
+    let (failure, _) = try await Self.failure {
+      $0.username = Self.passwordUser
+      $0.password = Self.rightPassword
+    }
+    #expect(failure == nil)
+  }
+
+  @Test func unknownDatabaseFailsWithItsSQLStateAtOnce() async throws {
+    let (failure, elapsed) = try await Self.failure { $0.database = "dpd_no_such_database" }
+    #expect(elapsed < .seconds(2))
+    #expect(failure?.sqlState == "3D000")
+    #expect(
+      failure?.reason == "database \"dpd_no_such_database\" does not exist (SQLSTATE 3D000)")
+  }
+
+  @Test func goodConfigurationGivesNil() async throws {
+    let (failure, _) = try await Self.failure { _ in }
+    #expect(failure == nil)
+  }
+
+  /// The test server has no TLS: `require` cannot be met, `prefer` falls back to plain.
+  @Test func requireOnAServerWithoutTLSSaysSoAndPreferFallsBack() async throws {
+    let require = try PostgresURL.configuration(TestDatabase.url + "?sslmode=require")
+    let (refused, elapsed) = try await Self.failure { $0.tls = require.tls }
+    #expect(elapsed < .seconds(2))
+    #expect(refused?.reason.contains("TLS") == true, "\(String(describing: refused))")
+    let prefer = try PostgresURL.configuration(TestDatabase.url + "?sslmode=prefer")
+    let (fellBack, _) = try await Self.failure { $0.tls = prefer.tls }
+    #expect(fellBack == nil)
+  }
+}
