@@ -14,6 +14,10 @@
 # the data is thrown away anyway. A state file remembers the server, so that `url` and `stop`
 # find it again; one state file per checkout, so several checkouts can run one each.
 #
+# One role is not trusted: `dpd_password_user` must give its password, `dpd_password_secret`,
+# over 127.0.0.1 (scram-sha-256; its pg_hba.conf line comes before the trust lines), so that the
+# tests can see a wrong password refused (rule P12).
+#
 # Set DPD_POSTGRES_STATE to choose the state file.
 set -euo pipefail
 
@@ -116,9 +120,32 @@ start() {
     if [[ $attempt -eq 5 ]]; then exit 1; fi
   done
   as_owner "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres "$database"
+  add_password_user
   URL="postgres://postgres@127.0.0.1:$PORT/$database"
   printf 'BIN=%q\nDIR=%q\nPORT=%q\nURL=%q\n' "$BIN" "$DIR" "$PORT" "$URL" >"$state"
   echo "$URL"
+}
+
+# Creates `dpd_password_user` and makes it authenticate with its password over 127.0.0.1: its
+# pg_hba.conf line goes before the trust lines, then the server reloads its configuration.
+add_password_user() {
+  local psql="$BIN/psql" hba="$DIR/data/pg_hba.conf"
+  [[ -x "$psql" ]] || psql="$(command -v psql)"
+  as_owner "$psql" -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 \
+    -c "CREATE ROLE dpd_password_user LOGIN PASSWORD 'dpd_password_secret'" >/dev/null
+  as_owner sh -c "{ echo 'host all dpd_password_user 127.0.0.1/32 scram-sha-256'; cat '$hba'; } \
+    >'$hba.new' && mv '$hba.new' '$hba'"
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" reload >/dev/null
+  # Reloading is asynchronous: wait until a wrong password is refused.
+  for _ in $(seq 1 50); do
+    if ! as_owner env PGPASSWORD=wrong "$psql" -w -h 127.0.0.1 -p "$PORT" \
+      -U dpd_password_user -d postgres -c 'SELECT 1' >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  log "pg_hba.conf for dpd_password_user did not take effect"
+  exit 1
 }
 
 stop_quietly() {

@@ -1,97 +1,84 @@
 import PostgresNIO
 
-/// Turns a connection URL (`postgres://user[:password]@host[:port]/database`) into a
+/// Turns a connection URL (`postgres://user[:password]@host[:port]/database[?parameters]`) into a
 /// `PostgresClient.Configuration`, as `scripts/postgres.sh start` prints and as the worker reads
 /// from `DPD_POSTGRES_URL`.
 ///
-/// TLS is off unless the URL asks for it with `?sslmode=require`.
+/// Two query parameters are understood, with libpq's meaning (rule P12: the connection is made as
+/// configured):
+///
+/// | `sslmode`     | TLS                                                                 |
+/// |---------------|---------------------------------------------------------------------|
+/// | (not given)   | none: this package's default, unlike libpq's `prefer`               |
+/// | `disable`     | none                                                                |
+/// | `prefer`      | TLS if the server offers it, else plain; the certificate is not checked |
+/// | `require`     | TLS or no connection; the certificate is not checked                |
+/// | `verify-ca`   | TLS; the certificate chain is checked, the host name is not         |
+/// | `verify-full` | TLS; the certificate chain and the host name are checked            |
+///
+/// `sslrootcert=PATH` names a PEM file of the certificate authorities to trust instead of the
+/// system's. As in libpq, giving it makes `prefer` and `require` check the chain too; with TLS off
+/// it is an error rather than ignored. libpq's default `~/.postgresql/root.crt` is not read.
+///
+/// Any other parameter, or another `sslmode` value (libpq's `allow` included), is an error, so that
+/// a setting that looks honoured is honoured.
 ///
 /// ```swift
-/// let configuration = try PostgresURL.configuration("postgres://postgres@127.0.0.1:5432/dpd")
+/// let configuration = try PostgresURL.configuration(
+///   "postgres://app@db.internal:5432/app?sslmode=verify-full")
 /// let client = PostgresClient(configuration: configuration)
 /// ```
 public enum PostgresURL {
-  /// Thrown when the URL is not of the form `postgres://user[:password]@host[:port]/database`.
+  /// Thrown when a URL cannot be turned into a configuration: it is not of the form
+  /// `postgres://user[:password]@host[:port]/database[?parameters]`, or it asks for something this
+  /// package does not do (an unknown parameter or `sslmode`, an unreadable `sslrootcert`).
+  ///
+  /// Neither ``url`` nor ``description`` contains the password.
   public struct InvalidURL: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The text that did not parse.
+    /// The rejected URL, with its password replaced by `***`. When the credentials cannot be told
+    /// apart from the host, everything between `://` and the last `@` is replaced.
     public var url: String
+    /// Why the URL was rejected, for example `unknown sslmode "bogus"`.
+    public var reason: String
+
+    /// Records a rejection of `url` (redacted here, so that no caller can forget to).
+    init(url: String, reason: String) {
+      self.url = redactingPassword(url)
+      self.reason = redactingPassword(in: reason, of: url)
+    }
+
     public var description: String {
-      "not a PostgreSQL URL (postgres://user[:password]@host[:port]/database): \(url)"
+      "invalid PostgreSQL URL \(url): \(reason)"
     }
   }
 
-  /// Parses `url` into a client configuration; throws ``InvalidURL`` when it does not parse.
+  /// Parses `url` into a client configuration with the TLS mode its `sslmode` names.
+  ///
+  /// Throws ``InvalidURL`` when the URL does not parse, names an unknown parameter or `sslmode`,
+  /// or names an `sslrootcert` file that holds no readable PEM certificate.
   public static func configuration(_ url: String) throws -> PostgresClient.Configuration {
-    guard let parts = URLParts(url) else { throw InvalidURL(url: url) }
+    let parts: URLParts
+    do {
+      parts = try URLParts(url)
+    } catch {
+      throw InvalidURL(url: url, reason: error.reason)
+    }
+    var trustRoots: NIOSSLTrustRoots?
+    if let path = parts.sslRootCert {
+      let certificates: [NIOSSLCertificate]
+      do {
+        certificates = try NIOSSLCertificate.fromPEMFile(path)
+      } catch {
+        throw InvalidURL(
+          url: url, reason: "sslrootcert \"\(path)\" cannot be read as PEM certificates: \(error)")
+      }
+      guard !certificates.isEmpty else {
+        throw InvalidURL(url: url, reason: "sslrootcert \"\(path)\" holds no PEM certificate")
+      }
+      trustRoots = .certificates(certificates)
+    }
     return PostgresClient.Configuration(
       host: parts.host, port: parts.port, username: parts.user, password: parts.password,
-      database: parts.database,
-      tls: parts.requireTLS ? .require(.makeClientConfiguration()) : .disable)
-  }
-}
-
-/// The pieces of a `postgres://` URL, split without Foundation's URL so that percent-escapes in
-/// passwords behave the same on every platform.
-struct URLParts {
-  var user: String
-  var password: String?
-  var host: String
-  var port: Int
-  var database: String?
-  var requireTLS: Bool
-
-  init?(_ url: String) {
-    guard let schemeEnd = url.range(of: "://"),
-      ["postgres", "postgresql"].contains(url[..<schemeEnd.lowerBound])
-    else { return nil }
-    var rest = Substring(url[schemeEnd.upperBound...])
-    var query = Substring("")
-    if let mark = rest.firstIndex(of: "?") {
-      query = rest[rest.index(after: mark)...]
-      rest = rest[..<mark]
-    }
-    guard let at = rest.lastIndex(of: "@") else { return nil }
-    let credentials = rest[..<at]
-    var location = rest[rest.index(after: at)...]
-    let userAndPassword = credentials.split(separator: ":", maxSplits: 1).map(String.init)
-    guard let user = userAndPassword.first?.removingPercentEscapes, !user.isEmpty else {
-      return nil
-    }
-    self.user = user
-    self.password = userAndPassword.count == 2 ? userAndPassword[1].removingPercentEscapes : nil
-    if let slash = location.firstIndex(of: "/") {
-      let name = location[location.index(after: slash)...]
-      database = name.isEmpty ? nil : String(name)
-      location = location[..<slash]
-    }
-    let hostAndPort = location.split(separator: ":", maxSplits: 1)
-    guard let host = hostAndPort.first, !host.isEmpty else { return nil }
-    self.host = String(host)
-    if hostAndPort.count == 2 {
-      guard let port = Int(hostAndPort[1]), (1...65535).contains(port) else { return nil }
-      self.port = port
-    } else {
-      self.port = 5432
-    }
-    requireTLS = query.split(separator: "&").contains("sslmode=require")
-  }
-}
-
-extension String {
-  /// Decodes `%XX` escapes; returns nil for a malformed escape.
-  fileprivate var removingPercentEscapes: String? {
-    var bytes: [UInt8] = []
-    var iterator = utf8.makeIterator()
-    while let byte = iterator.next() {
-      guard byte == UInt8(ascii: "%") else {
-        bytes.append(byte)
-        continue
-      }
-      guard let high = iterator.next(), let low = iterator.next(),
-        let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
-      else { return nil }
-      bytes.append(value)
-    }
-    return String(decoding: bytes, as: UTF8.self)
+      database: parts.database, tls: (parts.sslMode ?? .disable).tls(trustRoots: trustRoots))
   }
 }
