@@ -8,10 +8,11 @@ import PostgresNIO
 /// in-process `KeyedDelayedPreemptiveActor`'s rules (K1), with the work stored as one row per key.
 ///
 /// Any replica may call ``delay(_:for:value:)``; any replica that calls
-/// ``run(concurrency:handler:)`` runs due bursts. A burst runs once, on one replica, with its
-/// last value (P2), never beside another run of its key (P3); a replica that dies mid-run hands
-/// the burst to another one once its `lease` has passed (P4). A handler that throws is retried
-/// with exponential backoff and, after `maxAttempts`, kept in ``failures()`` (P5).
+/// ``run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)`` runs due bursts. A burst
+/// runs once, on one replica, with its last value (P2), never beside another run of its key
+/// (P3); a replica that dies mid-run hands the burst to another one once its `lease` has passed
+/// (P4). A handler that throws is retried with exponential backoff and, after `maxAttempts`,
+/// kept in ``failures()`` (P5).
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)
