@@ -275,7 +275,7 @@ def main_postgres(verbose: bool) -> int:
     print(f"Type-checking {len(snippets)} Postgres Swift snippets ({skipped} skipped) against "
           f"{POSTGRES_BUILD.relative_to(ROOT)}")
     command = [
-        "swiftc", "-typecheck", "-parse-as-library", "-swift-version", "6",
+        "swiftc", "-typecheck", "-continue-building-after-errors", "-parse-as-library", "-swift-version", "6",
         "-module-name", "PostgresSnippets", "-enable-upcoming-feature", "MemberImportVisibility",
     ] + flags + [str(sources / name) for name in sorted(wanted)]
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
