@@ -32,6 +32,19 @@ calls).
 All snippets are compiled in one build, so one run reports every broken snippet. `-v` prints
 the build log on success too. A cold run builds the library once more inside `.build-snippets/`
 (10 to 30 s on 2 cores); a warm run recompiles only the snippets that changed.
+
+    python3 scripts/check-snippets.py --postgres
+
+The Postgres mode compiles the snippets that need the Postgres package: every Swift snippet of
+`Postgres/Sources/DelayedPreemptiveDispatchPostgres/DelayedPreemptiveDispatchPostgres.docc/*.md`
+that is not marked skip, and the snippets of the README and of the root DocC articles whose skip
+marker says `(needs the Postgres package`. A marker that names the operations branch skips a
+snippet in both modes: it needs API that has not landed. The stubs are in
+`scripts/snippets/PostgresPrelude.swift`. Rather than build PostgresNIO and its dependencies
+once more (minutes on 2 cores), it type-checks the snippets with `swiftc` against the modules
+that `scripts/build-docs-postgres.sh` built in `Postgres/.build/docs`, with the module search
+paths of that build, so run that script first. It adds `MetricsTestKit` to that build, with the
+same flags, for the snippets that test metrics.
 """
 
 from __future__ import annotations
@@ -49,7 +62,16 @@ WORK = ROOT / ".build-snippets"
 SOURCES = [ROOT / "README.md"] + sorted(
     (ROOT / "Sources" / "DelayedPreemptiveDispatch" / "DelayedPreemptiveDispatch.docc").glob("*.md")
 )
+POSTGRES_CATALOG = (
+    ROOT / "Postgres" / "Sources" / "DelayedPreemptiveDispatchPostgres"
+    / "DelayedPreemptiveDispatchPostgres.docc"
+)
+POSTGRES_PRELUDE = ROOT / "scripts" / "snippets" / "PostgresPrelude.swift"
+POSTGRES_BUILD = ROOT / "Postgres" / ".build" / "docs"
+POSTGRES_WORK = ROOT / "Postgres" / ".build" / "snippets"
 SKIP_MARKER = "<!-- snippet: skip"  # optionally followed by the reason, then "-->"
+POSTGRES_REASON = "(needs the Postgres package"  # a skip reason that the Postgres mode compiles
+PENDING_REASON = "operations branch"  # a skip reason that needs API not landed yet
 FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<info>.*)$")
 FILE_SCOPE = re.compile(r"^(@Test\b|@Suite\b|(public\s+|final\s+)*(struct|class|enum|actor|extension|protocol)\s)")
 IMPORT = re.compile(r"^(@\w+\s+)*import\s+\w")
@@ -60,6 +82,7 @@ class Snippet:
     path: Path
     line: int  # 1-based line of the first line of code (after the opening fence)
     lines: list[str]
+    skip: str | None = None  # the skip marker before the snippet, if any
 
     @property
     def name(self) -> str:
@@ -69,8 +92,18 @@ class Snippet:
 
 def extract(path: Path) -> tuple[list[Snippet], int]:
     """Returns the Swift snippets of one Markdown file, and how many were marked to skip."""
+    snippets, skipped = [], 0
+    for snippet in extract_all(path):
+        if snippet.skip is None:
+            snippets.append(snippet)
+        else:
+            skipped += 1
+    return snippets, skipped
+
+
+def extract_all(path: Path) -> list[Snippet]:
+    """Returns every Swift snippet of one Markdown file, with its skip marker if it has one."""
     snippets: list[Snippet] = []
-    skipped = 0
     lines = path.read_text(encoding="utf-8").splitlines()
     index = 0
     previous = ""
@@ -95,12 +128,10 @@ def extract(path: Path) -> tuple[list[Snippet], int]:
         index += 1
         language = info.split()[0] if info else ""
         if language == "swift":
-            if previous.startswith(SKIP_MARKER) and previous.endswith("-->"):
-                skipped += 1
-            else:
-                snippets.append(Snippet(path, start, body))
+            marked = previous.startswith(SKIP_MARKER) and previous.endswith("-->")
+            snippets.append(Snippet(path, start, body, previous if marked else None))
         previous = ""
-    return snippets, skipped
+    return snippets
 
 
 def render(snippet: Snippet) -> str:
@@ -164,8 +195,97 @@ def write_if_changed(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def postgres_snippets() -> tuple[list[Snippet], int]:
+    """The snippets that the Postgres mode compiles, and how many it skips."""
+    snippets: list[Snippet] = []
+    skipped = 0
+    for source in sorted(POSTGRES_CATALOG.glob("*.md")) + SOURCES:
+        in_catalog = source.parent == POSTGRES_CATALOG
+        for snippet in extract_all(source):
+            marker = snippet.skip or ""
+            if PENDING_REASON in marker:
+                skipped += 1
+            elif (in_catalog and not marker) or POSTGRES_REASON in marker:
+                snippets.append(snippet)
+            elif in_catalog:
+                skipped += 1
+    return snippets, skipped
+
+
+def postgres_flags() -> list[str]:
+    """The `swiftc` flags that find the modules of the Postgres docs build: the ones SwiftPM gave
+    the module DelayedPreemptiveDispatchPostgres itself (module and header search paths, module
+    maps of the C targets), read from that build's manifest."""
+    build = ["swift", "build", "--package-path", str(ROOT / "Postgres"), "--build-path", str(POSTGRES_BUILD)]
+    graphs = POSTGRES_BUILD / "symbol-graphs"
+    same_flags = [
+        "-Xswiftc", "-emit-symbol-graph", "-Xswiftc", "-emit-symbol-graph-dir", "-Xswiftc", str(graphs),
+    ]
+    manifest = POSTGRES_BUILD / "debug.yaml"
+    if not manifest.exists():
+        sys.exit("error: no Postgres docs build; run scripts/build-docs-postgres.sh first")
+    # MetricsTestKit, with the flags of the docs build so that nothing else is rebuilt.
+    result = subprocess.run(
+        build + ["--target", "MetricsTestKit"] + same_flags,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    if result.returncode != 0:
+        print(result.stdout, file=sys.stderr)
+        sys.exit("error: could not build MetricsTestKit in the Postgres docs build")
+    bin_path = subprocess.run(
+        build + ["--show-bin-path"], stdout=subprocess.PIPE, text=True, check=True
+    ).stdout.strip()
+    module = "DelayedPreemptiveDispatchPostgres"
+    flags: list[str] = ["-I", str(Path(bin_path) / "Modules")]
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line.startswith("args: [") or f'"-module-name","{module}"' not in line.replace(" ", ""):
+            continue
+        args = [arg.strip().strip('"') for arg in line[len("args: ["):-1].split('","')]
+        index = 0
+        while index < len(args):
+            arg = args[index]
+            if arg in ("-I", "-Xcc") and index + 1 < len(args):
+                flags += [arg, args[index + 1]]
+                index += 2
+                continue
+            if arg.startswith("-I"):
+                flags.append(arg)
+            index += 1
+        break
+    else:
+        sys.exit(f"error: the Postgres docs build has no command for {module}; rerun it")
+    return flags
+
+
+def main_postgres(verbose: bool) -> int:
+    snippets, skipped = postgres_snippets()
+    flags = postgres_flags()
+    sources = POSTGRES_WORK / "Sources"
+    wanted = {"Prelude.swift": POSTGRES_PRELUDE.read_text(encoding="utf-8")}
+    for snippet in snippets:
+        wanted[f"{snippet.name}.swift"] = render(snippet)
+    if sources.exists():
+        for stale in sources.glob("*.swift"):
+            if stale.name not in wanted:
+                stale.unlink()
+    for name, text in wanted.items():
+        write_if_changed(sources / name, text)
+
+    print(f"Type-checking {len(snippets)} Postgres Swift snippets ({skipped} skipped) against "
+          f"{POSTGRES_BUILD.relative_to(ROOT)}")
+    command = [
+        "swiftc", "-typecheck", "-continue-building-after-errors", "-parse-as-library", "-swift-version", "6",
+        "-module-name", "PostgresSnippets", "-enable-upcoming-feature", "MemberImportVisibility",
+    ] + flags + [str(sources / name) for name in sorted(wanted)]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return report(result, snippets, verbose)
+
+
 def main() -> int:
     verbose = "-v" in sys.argv[1:]
+    if "--postgres" in sys.argv[1:]:
+        return main_postgres(verbose)
     snippets: list[Snippet] = []
     skipped = 0
     for source in SOURCES:
@@ -192,8 +312,13 @@ def main() -> int:
         stderr=subprocess.STDOUT,
         text=True,
     )
+    return report(result, snippets, verbose)
+
+
+def report(result: subprocess.CompletedProcess[str], snippets: list[Snippet], verbose: bool) -> int:
+    """Prints the outcome of a build of `snippets`; returns the exit code."""
     log = result.stdout
-    markdown = {str(source) for source in SOURCES}
+    markdown = {str(snippet.path) for snippet in snippets}
     errors = [
         line
         for line in log.splitlines()

@@ -1,5 +1,6 @@
-/// A burst whose handler threw `maxAttempts` times, as ``PostgresDelayedPreemptiveQueue/failures()``
-/// lists it. The row stays in the database until a new `delay` of its key starts a fresh burst,
+/// A burst that had `maxAttempts` runs without success, as
+/// ``PostgresDelayedPreemptiveQueue/failures()`` lists it. The row stays in the database until
+/// a new `delay` of its key starts a fresh burst,
 /// ``PostgresDelayedPreemptiveQueue/retryFailure(_:)`` runs it again, or
 /// ``PostgresDelayedPreemptiveQueue/discardFailure(_:)`` removes it.
 public struct PostgresBurstFailure<Value: Codable & Sendable>: Sendable {
@@ -7,9 +8,11 @@ public struct PostgresBurstFailure<Value: Codable & Sendable>: Sendable {
   public var key: String
   /// The burst's last value: the one the handler was given.
   public var value: Value
-  /// How many times the handler threw for this burst.
+  /// How many runs the burst had: each claim counts (P11), also a run whose worker died or
+  /// lost its lease.
   public var attempts: Int
-  /// `String(describing:)` of the handler's last error.
+  /// `String(describing:)` of the handler's last error, or, when the last run never ended,
+  /// a sentence that says so.
   public var lastError: String
 
   /// Creates a failure record (the queue makes these; tests may too).

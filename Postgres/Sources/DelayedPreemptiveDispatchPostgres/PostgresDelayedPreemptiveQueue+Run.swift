@@ -13,9 +13,11 @@ extension PostgresDelayedPreemptiveQueue {
   /// replica reaches the database within its lease (P3). When this worker cannot renew a lease
   /// (another replica took the burst over, or the database could not be reached for what was
   /// left of the lease, or this process was paused), it cancels that handler's task as soon as
-  /// it learns of it, at the latest one renewal interval after it can run again, records no
-  /// end for that run, and logs a warning; the burst runs again elsewhere. A handler makes its
-  /// writes elsewhere safe against such a stale run with ``PostgresBurstRun/fence``.
+  /// it learns of it, at the latest one renewal interval after it can run again, and logs a
+  /// warning; an end is written only under the run's own claim, so once another replica has
+  /// claimed the burst, the stale run records nothing, and the burst runs again there. A
+  /// handler makes its writes elsewhere safe against such a stale run with
+  /// ``PostgresBurstRun/fence``.
   ///
   /// Every claim counts as an attempt (P11). A handler that throws is retried after
   /// `retryBackoff`, doubling each time; a burst that had `maxAttempts` runs without success

@@ -8,10 +8,11 @@ import PostgresNIO
 /// in-process `KeyedDelayedPreemptiveActor`'s rules (K1), with the work stored as one row per key.
 ///
 /// Any replica may call ``delay(_:for:value:)``; any replica that calls
-/// ``run(concurrency:handler:)`` runs due bursts. A burst runs once, on one replica, with its
-/// last value (P2), never beside another run of its key (P3); a replica that dies mid-run hands
-/// the burst to another one once its `lease` has passed (P4). A handler that throws is retried
-/// with exponential backoff and, after `maxAttempts`, kept in ``failures()`` (P5).
+/// ``run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)`` runs due bursts. A burst
+/// runs once, on one replica, with its last value (P2), never beside another run of its key
+/// (P3); a replica that dies mid-run hands the burst to another one once its `lease` has passed
+/// (P4). A handler that throws is retried with exponential backoff and, after `maxAttempts`,
+/// kept in ``failures()`` (P5).
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)
@@ -234,7 +235,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// cancelled burst's value until the run ends, so if the running replica dies, the re-run
   /// after its lease gets that value.
   ///
-  /// Throws as ``delay(_:for:value:)`` does, but for the value.
+  /// Throws as ``delay(_:for:value:)`` does, but for the value; and `CancellationError` when
+  /// the calling task is cancelled before the call was sent (nothing was written).
   @discardableResult public func cancel(_ key: String) async throws -> Bool {
     let key = try checked(key)
     let name = name
@@ -300,7 +302,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// How many keys have work that has not finished (see ``isPending(_:)``), over all replicas.
   /// Zero means every submission so far has run or failed for good.
   ///
-  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`.
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
+  /// when the calling task is cancelled before the call was sent.
   public func pendingCount() async throws -> Int {
     let name = name
     let logger = logger
@@ -312,10 +315,12 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   }
 
   /// Bursts that ran `maxAttempts` times without success, by key, kept until a new
-  /// ``delay(_:for:value:)`` of their key starts a fresh burst, ``retryFailure(_:)`` runs them
-  /// again or ``discardFailure(_:)`` removes them.
+  /// ``delay(_:for:value:)`` of their key starts a fresh burst, `retryFailure(_:)` runs them
+  /// again or `discardFailure(_:)` removes them.
   ///
-  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`.
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
+  /// when the calling task is cancelled before the call was sent; and the `DecodingError` of a
+  /// kept value that no longer decodes as `Value`.
   public func failures() async throws -> [PostgresBurstFailure<Value>] {
     let name = name
     let logger = logger

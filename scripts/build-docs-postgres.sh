@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Builds the DocC documentation of the PostgreSQL package's module,
+# DelayedPreemptiveDispatchPostgres, with the toolchain's own `docc`, as scripts/build-docs.sh
+# does for the root package. Fails on any DocC warning, which covers the module's catalog and
+# the doc comments of its public symbols.
+#
+#   scripts/build-docs-postgres.sh           # reuses the dependencies built by an earlier run
+#   scripts/build-docs-postgres.sh --clean   # starts from an empty build path
+#
+# Output (git-ignored, under Postgres/.build):
+#   Postgres/.build/docs/DelayedPreemptiveDispatchPostgres.doccarchive
+#
+# The first run compiles the package's dependencies (PostgresNIO, SwiftNIO, BoringSSL, ...)
+# with the symbol graph flags: several minutes on 2 cores. Later runs recompile only the module.
+# Set DOCC to use a specific docc binary.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root="$PWD"
+
+module=DelayedPreemptiveDispatchPostgres
+package="$root/Postgres"
+build_path="$package/.build/docs"
+graphs="$build_path/symbol-graphs"
+module_graphs="$build_path/module-graphs"
+catalog="$package/Sources/$module/$module.docc"
+archive="$build_path/$module.doccarchive"
+
+if [[ "${1:-}" == "--clean" ]]; then
+  rm -rf "$build_path"
+elif [[ -n "${1:-}" ]]; then
+  echo "usage: $0 [--clean]" >&2
+  exit 2
+fi
+
+find_docc() {
+  if [[ -n "${DOCC:-}" ]]; then
+    echo "$DOCC"
+  elif command -v docc >/dev/null 2>&1; then
+    command -v docc
+  elif command -v xcrun >/dev/null 2>&1 && xcrun --find docc >/dev/null 2>&1; then
+    xcrun --find docc
+  else
+    # On Linux, docc ships next to swift in the toolchain's usr/bin.
+    local swift_bin
+    swift_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
+    [[ -x "$swift_bin/docc" ]] || {
+      echo "error: docc not found; set DOCC or put the toolchain's docc on PATH" >&2
+      exit 1
+    }
+    echo "$swift_bin/docc"
+  fi
+}
+docc="$(find_docc)"
+
+build() {
+  swift build --package-path "$package" --target "$module" --build-path "$build_path" \
+    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" "$@"
+}
+
+# A separate build path keeps the symbol graph flags from invalidating the package's regular
+# `.build` products. An up-to-date module is not recompiled and so emits no graph: remove this
+# module's emitted module (not its dependencies', which take minutes to build, nor its build
+# plan) and its old graphs, so that the build below emits the module, and its graph, again.
+echo "Building symbol graphs in ${build_path#"$root"/}"
+if [[ -d "$build_path" ]] && bin="$(build --show-bin-path 2>/dev/null)"; then
+  rm -f "$bin/Modules/$module".*
+fi
+mkdir -p "$graphs"
+rm -f "$graphs/$module.symbols.json" "$graphs/$module@"*.symbols.json
+build
+
+if [[ ! -s "$graphs/$module.symbols.json" ]]; then
+  echo "error: the build wrote no symbol graph for $module" >&2
+  exit 1
+fi
+
+# docc documents one module per archive: give it only this module's graphs (its own, and its
+# extensions of other modules, `Module@Other.symbols.json`), never its dependencies'.
+rm -rf "$module_graphs"
+mkdir -p "$module_graphs"
+cp "$graphs/$module.symbols.json" "$module_graphs/"
+shopt -s nullglob
+for extension in "$graphs/$module@"*.symbols.json; do cp "$extension" "$module_graphs/"; done
+shopt -u nullglob
+
+echo "Converting $module"
+log="$build_path/$module.docc.log"
+rm -rf "$archive"
+if ! "$docc" convert "$catalog" \
+  --additional-symbol-graph-dir "$module_graphs" \
+  --fallback-display-name "$module" \
+  --fallback-bundle-identifier "$module" \
+  --output-path "$archive" \
+  --warnings-as-errors >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "error: docc failed for $module (warnings count as errors)" >&2
+  exit 1
+fi
+# Belt and braces: DocC promotes warnings to errors above, but never accept one that slips by.
+if grep -qiE '(^|[^a-z])(warning|error):' "$log"; then
+  cat "$log" >&2
+  echo "error: docc reported problems for $module" >&2
+  exit 1
+fi
+
+echo "Documentation built with no warnings:"
+echo "  ${archive#"$root"/}"
