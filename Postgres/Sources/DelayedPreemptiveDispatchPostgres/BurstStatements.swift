@@ -109,8 +109,8 @@ struct ClaimStatement: PostgresPreparedStatement {
     )
     UPDATE dpd_bursts AS b SET
       failed = \(exhausted),
-      last_error = CASE WHEN \(exhausted) THEN 'its worker died or lost its lease during each of '
-        || b.attempts || ' runs' ELSE b.last_error END,
+      last_error = CASE WHEN \(exhausted) THEN 'its last run never ended (its worker died or lost its '
+        || 'lease); ' || b.attempts || ' runs in all' ELSE b.last_error END,
       claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
       owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,

@@ -315,12 +315,12 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   }
 
   /// Bursts that ran `maxAttempts` times without success, by key, kept until a new
-  /// ``delay(_:for:value:)`` of their key starts a fresh burst, `retryFailure(_:)` runs them
-  /// again or `discardFailure(_:)` removes them.
+  /// ``delay(_:for:value:)`` of their key starts a fresh burst, ``retryFailure(_:)`` runs
+  /// them again or ``discardFailure(_:)`` removes them.
   ///
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
-  /// when the calling task is cancelled before the call was sent; and the `DecodingError` of a
-  /// kept value that no longer decodes as `Value`.
+  /// when the calling task is cancelled before the call was sent; and `valueNotDecodable` for
+  /// a kept value that no longer decodes as `Value`.
   public func failures() async throws -> [PostgresBurstFailure<Value>] {
     let name = name
     let logger = logger

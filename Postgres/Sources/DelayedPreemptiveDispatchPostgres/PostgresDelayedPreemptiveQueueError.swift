@@ -24,6 +24,9 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
   /// `Double.nan`), or its JSON holds a NUL character, which PostgreSQL's `jsonb` refuses.
   /// Nothing was written.
   case valueNotEncodable(key: String, reason: String)
+  /// A stored value for `key` no longer decodes as `Value` (the type changed since it was
+  /// stored); `reason` is the decoder's description. Nothing was changed.
+  case valueNotDecodable(key: String, reason: String)
   /// The database at `host`:`port` could not be reached, or refused the connection; `reason`
   /// says why (the server's or the network's own reason when one was given, else "no answer
   /// within" the connection timeout). The call was not sent: nothing was written.
@@ -51,6 +54,9 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
     case .valueNotEncodable(let key, let reason):
       "PostgresDelayedPreemptiveQueue: the value for key '\(key)' cannot be stored as JSON "
         + "(\(reason)); nothing was written"
+    case .valueNotDecodable(let key, let reason):
+      "PostgresDelayedPreemptiveQueue: the stored value for key '\(key)' does not decode "
+        + "(\(reason)); nothing was changed"
     case .databaseUnreachable(let host, let port, let reason):
       "PostgresDelayedPreemptiveQueue: cannot reach the database at \(host):\(port) (\(reason)); "
         + "nothing was written"
@@ -67,15 +73,15 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
     }
   }
 
-  /// Whether retrying cannot heal the error: a schema that is missing or newer, a missing
-  /// permission, failed authentication, an unknown database. A worker stops for these and
-  /// retries everything else.
+  /// Whether retrying cannot heal the error: a schema that is newer or was never migrated
+  /// (`42P01`), a missing permission (`42501`). A worker stops for these and retries everything
+  /// else, a connection refused for its password or database name included (those are
+  /// ``databaseUnreachable(host:port:reason:)``, with the server's reason): an operator may fix
+  /// them while the worker waits.
   var isPermanent: Bool {
     switch self {
     case .newerSchema: true
-    case .databaseError(_, let sqlState, _):
-      sqlState == "42P01" || sqlState == "42501" || sqlState.hasPrefix("28")
-        || sqlState == "3D000"
+    case .databaseError(_, let sqlState, _): sqlState == "42P01" || sqlState == "42501"
     default: false
     }
   }

@@ -39,10 +39,16 @@ enum ValueCodec {
     return false
   }
 
+  /// The value stored as `json`; throws `valueNotDecodable` when it does not decode.
   static func decode<Value: Decodable>(_ type: Value.Type, from json: String, key: String) throws
     -> Value
   {
-    try JSONDecoder().decode(Value.self, from: Data(json.utf8))
+    do {
+      return try JSONDecoder().decode(Value.self, from: Data(json.utf8))
+    } catch {
+      throw PostgresDelayedPreemptiveQueueError.valueNotDecodable(
+        key: key, reason: String(describing: error))
+    }
   }
 }
 

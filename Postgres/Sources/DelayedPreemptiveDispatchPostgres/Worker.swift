@@ -113,7 +113,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       if burst.exhausted {
         queue.metrics.failed.increment()
         logger.warning(
-          "burst kept as failed: its worker died or lost the lease in each of its runs",
+          "burst kept as failed: its last run never ended (its worker died or lost the lease)",
           metadata: ["dpd.attempts": "\(burst.attempt)"])
         logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
         continue

@@ -114,3 +114,41 @@ struct PostgresBadInputTests {
     #expect(worker.errorText().contains(message))
   }
 }
+
+/// Rule P12 through the queue: a connection that the server refuses fails the call with the
+/// server's reason at once, not after `connectionTimeout`, and never shows the password.
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresRefusedConnectionTests {
+  @Test(arguments: [
+    ("dpd_password_user", "wrong-s3cret", "dpd", "28P01"),
+    ("postgres", nil, "no_such_database", "3D000"),
+  ])
+  func refusedConnectionFailsTheCallWithItsReasonAtOnce(
+    user: String, password: String?, database: String, sqlState: String
+  ) async throws {
+    let good = try TestDatabase.configuration()
+    let configuration = PostgresClient.Configuration(
+      host: good.host ?? "127.0.0.1", port: good.port ?? 5432, username: user,
+      password: password, database: database, tls: .disable)
+    let client = PostgresClient(configuration: configuration)
+    let running = Task { await client.run() }
+    defer { running.cancel() }
+    let queue = PostgresDelayedPreemptiveQueue<String>(
+      client: client, configuration: configuration, name: "refused")
+    let start = ContinuousClock.now
+    do {
+      try await queue.delay("k", for: .zero, value: "x")
+      Issue.record("a delay with a refused connection succeeded")
+    } catch let error as PostgresDelayedPreemptiveQueueError {
+      let elapsed = ContinuousClock.now - start
+      guard case .databaseUnreachable(_, _, let reason) = error else {
+        Issue.record("unexpected \(error)")
+        return
+      }
+      print("refused (\(sqlState)): \(error) after \(elapsed)")
+      #expect(reason.contains(sqlState))
+      #expect(elapsed < .seconds(3), "connectionTimeout is \(queue.connectionTimeout)")
+      #expect(!error.description.contains("s3cret"))
+    }
+  }
+}
