@@ -47,6 +47,7 @@ public enum PostgresURL {
       self.reason = redactingPassword(in: reason, of: url)
     }
 
+    /// `invalid PostgreSQL URL <url>: <reason>`, with the password replaced by `***`.
     public var description: String {
       "invalid PostgreSQL URL \(url): \(reason)"
     }
