@@ -79,7 +79,10 @@ struct PostgresOutageTests {
         2, name: queue.name,
         // The handler's own writes (its run records) fail during the outage too, and each
         // failure is an attempt: enough attempts that none is kept as a failure meanwhile.
-        ["--concurrency", "4", "--lease-ms", "3000", "--max-attempts", "1000"],
+        [
+          "--concurrency", "4", "--lease-ms", "3000", "--max-attempts", "1000", "--log-level",
+          "notice",
+        ],
         url: FaultServer.url)
       let calls = CallLog()
       let stop = Flag()

@@ -89,3 +89,65 @@ func uncancelled<T: Sendable>(_ operation: @escaping @Sendable () async throws -
 {
   try await Task { try await operation() }.value
 }
+
+/// Runs `operation`, but throws `RecorderTimeout` after `limit` without waiting for it: the
+/// recorder's own queries go through the client's pool with no bound of their own, and a run's
+/// record must not hold its handler (and its lease) forever when a restart leaves a query
+/// unanswered. The handler then throws, and its burst is retried as any failed run is.
+func bounded<T: Sendable>(
+  _ limit: Duration = .seconds(5), _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+  let answer = Answer<T>()
+  return try await withCheckedThrowingContinuation { continuation in
+    answer.install(continuation)
+    let work = Task { answer.resume(await Result { try await operation() }) }
+    Task {
+      do { try await Task.sleep(for: limit) } catch { return }
+      answer.resume(.failure(RecorderTimeout()))
+      work.cancel()
+    }
+  }
+}
+
+struct RecorderTimeout: Error {}
+
+/// Resumes a continuation once, from whichever of two tasks comes first. `@unchecked` is sound:
+/// `continuation` is read and written only under `lock`.
+final class Answer<T: Sendable>: @unchecked Sendable {
+  private let lock = NSLock()
+  private var continuation: CheckedContinuation<T, any Error>?
+  private var early: Result<T, any Error>?
+
+  func install(_ continuation: CheckedContinuation<T, any Error>) {
+    lock.lock()
+    if let early {
+      lock.unlock()
+      continuation.resume(with: early)
+      return
+    }
+    self.continuation = continuation
+    lock.unlock()
+  }
+
+  func resume(_ result: Result<T, any Error>) {
+    lock.lock()
+    guard let continuation else {
+      if early == nil { early = result }
+      lock.unlock()
+      return
+    }
+    self.continuation = nil
+    lock.unlock()
+    continuation.resume(with: result)
+  }
+}
+
+extension Result where Failure == any Error {
+  init(_ body: () async throws -> Success) async {
+    do {
+      self = .success(try await body())
+    } catch {
+      self = .failure(error)
+    }
+  }
+}

@@ -67,7 +67,7 @@ let work = Task { [queue] in
     }
     let id =
       settings.record
-      ? try await uncancelled {
+      ? try await bounded {
         try await recorder.started(key: run.key, value: run.value, fence: run.fence)
       } : nil
     if settings.crash { kill(getpid(), SIGKILL) }
@@ -80,7 +80,7 @@ let work = Task { [queue] in
       }
     }
     if settings.fenced, let id {
-      _ = try await uncancelled {
+      _ = try await bounded {
         try await recorder.fencedWrite(id, key: run.key, value: run.value, fence: run.fence)
       }
     }
@@ -92,9 +92,9 @@ let work = Task { [queue] in
       if Task.isCancelled { cancelledAt = Date().timeIntervalSince1970 }
     }
     if let id, let cancelledAt {
-      try await uncancelled { try await recorder.cancelled(id, at: cancelledAt) }
+      try await bounded { try await recorder.cancelled(id, at: cancelledAt) }
     }
-    if let id, cancelledAt == nil { try await recorder.finished(id) }
+    if let id, cancelledAt == nil { try await bounded { try await recorder.finished(id) } }
     if !settings.quiet { print("ran \(run.key) = \(run.value)") }
   }
   batchWriter.cancel()
