@@ -71,7 +71,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// While the database cannot be reached, a worker retries its claims, renewals and
   /// completions after a backoff that starts at 100 ms and doubles up to this cap. Default:
   /// five seconds. Bursts due after an outage start within `safetyPoll` plus this cap of the
-  /// database's return.
+  /// moment the client's pool has a connection again; postgres-nio retries a failed connection
+  /// after 100 ms × 1.25ⁿ (up to a minute), so a long or repeated outage can add seconds.
   public var outageBackoff: Duration = .seconds(5)
 
   /// Creates a handle on the queue `name` in the database that `client` reaches; several

@@ -7,6 +7,7 @@ struct WorkerSettings: Sendable {
   var leaseMilliseconds = 30_000
   var handlerMilliseconds = 0
   var maxAttempts = 5
+  var retryBackoffMilliseconds = 1000
   var record = false
   var recordBatched = false
   var fenced = false
@@ -35,6 +36,8 @@ struct WorkerSettings: Sendable {
       case "--lease-ms": leaseMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--handler-ms": handlerMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--max-attempts": maxAttempts = Self.number(remaining.popFirst(), flag)
+      case "--retry-backoff-ms":
+        retryBackoffMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--observe-cancel-ms":
         observeCancellationMilliseconds = Self.number(remaining.popFirst(), flag)
       default:

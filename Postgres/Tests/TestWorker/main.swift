@@ -5,6 +5,7 @@
 //   --concurrency N       handlers in flight (default: 4)
 //   --lease-ms N          lease (default: 30000)
 //   --max-attempts N      maxAttempts (default: 5)
+//   --retry-backoff-ms N  retryBackoff (default: 1000)
 //   --handler-ms N        how long each handler sleeps (default: 0)
 //   --record              record each run's start and end in table dpd_test_runs
 //   --record-batched      record runs (no times) in batches: for large backlogs
@@ -49,6 +50,7 @@ var queue = PostgresDelayedPreemptiveQueue<String>(
   logger: logger)
 queue.safetyPoll = .milliseconds(200)
 queue.outageBackoff = .seconds(1)
+queue.retryBackoff = .milliseconds(settings.retryBackoffMilliseconds)
 let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
 let batch = RunBatch(recorder: recorder)
 let batchWriter = Task {
