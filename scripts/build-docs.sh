@@ -54,22 +54,7 @@ for module in "${modules[@]}"; do
 
   echo "Converting $module"
   log="$build_path/$module.docc.log"
-  if ! "$docc" convert "$catalog" \
-    --additional-symbol-graph-dir "$module_graphs" \
-    --fallback-display-name "$module" \
-    --fallback-bundle-identifier "$module" \
-    --output-path "$output/$module.doccarchive" \
-    --warnings-as-errors >"$log" 2>&1; then
-    cat "$log" >&2
-    echo "error: docc failed for $module (warnings count as errors)" >&2
-    exit 1
-  fi
-  # Belt and braces: DocC promotes warnings to errors above, but never accept one that slips by.
-  if grep -qiE '(^|[^a-z])(warning|error):' "$log"; then
-    cat "$log" >&2
-    echo "error: docc reported problems for $module" >&2
-    exit 1
-  fi
+  convert_docs "$module" "$catalog" "$module_graphs" "$output/$module.doccarchive" "$log"
 done
 
 echo "Documentation built with no warnings:"

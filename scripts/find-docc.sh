@@ -1,5 +1,5 @@
-# Sourced by the docs scripts: sets `docc` to the toolchain's DocC. Set DOCC to use a specific
-# docc binary.
+# Sourced by the docs scripts: sets `docc` to the toolchain's DocC (set DOCC to use a specific
+# docc binary) and defines `convert_docs`.
 find_docc() {
   if [[ -n "${DOCC:-}" ]]; then
     echo "$DOCC"
@@ -19,3 +19,26 @@ find_docc() {
   fi
 }
 docc="$(find_docc)"
+
+# Converts one module's catalog and symbol graphs into a documentation archive; stops the script
+# on any DocC warning or error.
+#   convert_docs MODULE CATALOG GRAPHS_DIR ARCHIVE LOG
+convert_docs() {
+  local module="$1" catalog="$2" graphs="$3" archive="$4" log="$5"
+  if ! "$docc" convert "$catalog" \
+    --additional-symbol-graph-dir "$graphs" \
+    --fallback-display-name "$module" \
+    --fallback-bundle-identifier "$module" \
+    --output-path "$archive" \
+    --warnings-as-errors >"$log" 2>&1; then
+    cat "$log" >&2
+    echo "error: docc failed for $module (warnings count as errors)" >&2
+    exit 1
+  fi
+  # Belt and braces: DocC promotes warnings to errors above, but never accept one that slips by.
+  if grep -qiE '(^|[^a-z])(warning|error):' "$log"; then
+    cat "$log" >&2
+    echo "error: docc reported problems for $module" >&2
+    exit 1
+  fi
+}
