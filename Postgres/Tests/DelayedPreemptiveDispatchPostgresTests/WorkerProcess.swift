@@ -15,6 +15,14 @@ final class WorkerProcess: Sendable {
     return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
   }
 
+  /// This process's environment, with the database `url` and without crash backtraces.
+  static func environment(url: String) -> [String: String] {
+    var environment = ProcessInfo.processInfo.environment
+    environment["DPD_POSTGRES_URL"] = url
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    return environment
+  }
+
   let process: Process
   let output: Pipe
   let errors: Pipe
@@ -25,10 +33,7 @@ final class WorkerProcess: Sendable {
     process.executableURL = Self.productsDirectory.appendingPathComponent(
       "dpd-postgres-test-worker")
     process.arguments = arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["DPD_POSTGRES_URL"] = url
-    environment["SWIFT_BACKTRACE"] = "enable=no"
-    process.environment = environment
+    process.environment = Self.environment(url: url)
     output = Pipe()
     errors = Pipe()
     process.standardOutput = output

@@ -17,10 +17,7 @@ final class ToolProcess: Sendable {
     process.executableURL = WorkerProcess.productsDirectory.appendingPathComponent(
       "dpd-postgres-worker")
     process.arguments = arguments
-    var environment = ProcessInfo.processInfo.environment
-    environment["DPD_POSTGRES_URL"] = url
-    environment["SWIFT_BACKTRACE"] = "enable=no"
-    process.environment = environment
+    process.environment = WorkerProcess.environment(url: url)
     let directory = FileManager.default.temporaryDirectory
     outputFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).out")
     errorFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).err")
