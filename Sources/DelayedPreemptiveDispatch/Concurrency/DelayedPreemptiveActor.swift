@@ -74,9 +74,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   deinit {
-    let effects = driver.release()
-    effects.closing?.apply()
-    effects.cancelledTimer?.cancel()
+    driver.release().performRelease()
   }
 
   /// Submits `task` (or the task given last, when `nil`) to run `duration` from now, preempting
@@ -131,21 +129,22 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     await perform(driver.timerFired(at: timer.now(), generation: generation))?.value
   }
 
-  /// Performs `effects`; returns the task of the last run it started.
+  /// Performs `effects` with the one interpreter: each decided run is an unstructured task
+  /// that starts once the previous run has returned. Returns the task of the last run started.
   @discardableResult
   private func perform(_ effects: BurstEffects) -> Task<Void, Never>? {
-    effects.closing?.apply()
-    effects.cancelledTimer?.cancel()
     var last: Task<Void, Never>?
-    for _ in 0..<effects.runs {
-      let run = driver.takeRun()
-      last = runs.enqueue(owner: ObjectIdentifier(self), run.work.run) { [weak self] id in
-        run.resolve()
-        await self?.runFinished(id)
-      }
-    }
-    if let request = effects.timer { arm(request) }
-    if effects.becameIdle { resumeIdleWaiters() }
+    effects.perform(
+      start: { count in
+        for _ in 0..<count {
+          let run = driver.takeRun()
+          last = runs.enqueue(owner: ObjectIdentifier(self), run.work.run) { [weak self] id in
+            run.resolve()
+            await self?.runFinished(id)
+          }
+        }
+      },
+      arm: arm, becameIdle: resumeIdleWaiters)
     return last
   }
 
@@ -160,11 +159,13 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     for waiter in waiters { waiter.resume() }
   }
 
+  /// Delivers in a task, holding the actor weakly.
   private func arm(_ request: TimerRequest) {
-    let handle = timer.arm(request, tolerance: tolerance) { [weak self] generation in
-      await self?.timerFired(generation: generation)
-    }
-    driver.install(handle, generation: request.generation)?.cancel()
+    let generation = request.generation
+    timer.arm(
+      request, tolerance: tolerance,
+      delivery: .task { [weak self] in await self?.timerFired(generation: generation) },
+      install: { driver.install($0, generation: $1) })
   }
 }
 
@@ -178,5 +179,6 @@ extension DelayedPreemptiveActor where C == ContinuousClock {
 extension DelayedPreemptiveActor: TicketOwner {
   func synchronize(_ record: BurstRecord) async {
     driver.synchronize(record)
+    record.resumeResolved()
   }
 }

@@ -6,43 +6,19 @@ enum RequestedDelay: Sendable {
   case duration(Duration)
 }
 
-/// What a shell must do after an event of a driver, in this order, outside its lock:
-/// apply `closing`, cancel `cancelledTimer`, start `runs` runs (taking each with
-/// ``BurstDriver/takeRun()``), arm `timer`, then leave its busy state if `becameIdle`.
-struct BurstEffects: Sendable {
-  var closing: BurstClosing?
-  /// Runs decided by this event; the driver queues them in the order they were decided.
-  var runs = 0
-  var timer: TimerRequest?
-  var cancelledTimer: TimerHandle?
-  /// The submission started a burst (the actor's `cancelsRunningTask` acts on it).
-  var startedBurst = false
-  /// Nothing was pending or running before this event, and something is now: enter the busy
-  /// state under the lock, before anything can end it.
-  var becameBusy = false
-  /// Nothing is pending or running any more.
-  var becameIdle = false
-}
-
-/// The one driver of a single burst line: the machine and its tickets (``BurstSlot``), the
-/// counters, the duration cache, the order of runs, the busy count and the live timer's handle.
+/// The one driver of a single burst line: the machine and its tickets (``BurstSlot``) and the
+/// shared bookkeeping (``BurstBook``: counters, duration cache, busy count, run order, timer).
 ///
 /// Shells keep it under their lock (the queue) or isolation (the actor), feed it events, and
-/// perform the ``BurstEffects`` it returns: they say only how to arm a timer and how to run a
-/// task. Runs are queued here in the order they are decided, and every shell runs them in that
-/// order, so a flushed task can never be overtaken by a later burst's, nor a leading task by its
-/// own trailing one, whichever block or task of the shell happens to execute first.
+/// perform the ``BurstEffects`` it returns with the one interpreter: they say only how to arm a
+/// timer and how to run a task. Runs are queued here in the order they are decided, and every
+/// shell runs them in that order, so a flushed task can never be overtaken by a later burst's,
+/// nor a leading task by its own trailing one, whichever block or task of the shell happens to
+/// execute first.
 struct BurstDriver<Work: Sendable>: Sendable {
   let rules: BurstRules
-  private var ids = BurstIDs()
-  private var durations = DurationCache()
+  private var book = BurstBook<DecidedRun<Work>>()
   private var slot: BurstSlot<Work>
-  /// Runs decided and not yet taken, oldest first.
-  private var decided = RunQueue<DecidedRun<Work>>()
-  /// The pending burst (0 or 1) plus the runs decided and not yet finished.
-  private(set) var outstanding = 0
-  /// The handle of the live timer, to cancel when it is replaced or the owner goes away.
-  private var liveHandle: (generation: UInt64, handle: TimerHandle)?
 
   init(options: DelayOptions, work: Work?) {
     rules = BurstRules(options)
@@ -50,6 +26,9 @@ struct BurstDriver<Work: Sendable>: Sendable {
   }
 
   var isPending: Bool { slot.isPending }
+
+  /// The pending burst (0 or 1) plus the runs decided and not yet finished.
+  var outstanding: Int { book.outstanding }
 
   /// The machine, for tests.
   var machine: PreemptionStateMachine<Work> { slot.machine }
@@ -62,22 +41,19 @@ struct BurstDriver<Work: Sendable>: Sendable {
     _ delay: RequestedDelay, now: Tick, work: Work?, owner: any TicketOwner,
     effects: inout BurstEffects
   ) -> DelayTicket {
-    let requested = durations.deadline(after: delay, from: now)
+    let requested = book.durations.deadline(after: delay, from: now)
     if slot.isPending {
-      let (ticket, timer) = slot.join(
-        at: now, until: requested, work: work, rules: rules, ids: &ids)
-      if let timer { arm(timer, &effects) }
+      let (ticket, timer, preempted) = slot.join(
+        at: now, until: requested, work: work, rules: rules, ids: &book.ids)
+      effects.preempted = preempted
+      if let timer { book.arm(timer, &effects) }
       return ticket
     }
     let submission = slot.delay(
-      at: now, until: requested, work: work, rules: rules, ids: &ids, owner: owner)
-    if submission.started {
-      effects.startedBurst = true
-      effects.becameBusy = outstanding == 0
-      outstanding += 1
-    }
+      at: now, until: requested, work: work, rules: rules, ids: &book.ids, owner: owner)
+    if submission.started { book.burstStarted(&effects) }
     if let leading = submission.leading { decide(leading, &effects) }
-    if let timer = submission.timer { arm(timer, &effects) }
+    if let timer = submission.timer { book.arm(timer, &effects) }
     return submission.ticket
   }
 
@@ -92,11 +68,13 @@ struct BurstDriver<Work: Sendable>: Sendable {
 
   mutating func timerFired(at now: Tick, generation: UInt64) -> BurstEffects {
     var effects = BurstEffects()
-    if liveHandle?.generation == generation { liveHandle = nil }
-    switch slot.timerFired(at: now, generation: generation, ids: &ids) {
+    _ = book.fired(generation: generation)
+    switch slot.timerFired(at: now, generation: generation, ids: &book.ids) {
     case .stale: break
-    case .rearm(let timer): arm(timer, &effects)
-    case .ended(let run, let closing): end(run, closing, &effects)
+    case .rearm(let timer): book.arm(timer, &effects)
+    case .ended(let work, let burstEnd):
+      let (run, closing) = slot.ended(work, burstEnd)
+      end(run, closing, &effects)
     }
     return effects
   }
@@ -117,13 +95,13 @@ struct BurstDriver<Work: Sendable>: Sendable {
   mutating func release() -> BurstEffects {
     var effects = BurstEffects()
     if let closing = slot.release() { end(nil, closing, &effects) }
-    effects.cancelledTimer = liveHandle.take()?.handle
+    book.disarm(&effects)
     return effects
   }
 
   /// The next decided run, in the order runs were decided.
   mutating func takeRun() -> DecidedRun<Work> {
-    guard let run = decided.popFirst() else {
+    guard let run = book.ready.popFirst() else {
       preconditionFailure("Internal inconsistency: a run was started that was never decided")
     }
     return run
@@ -132,17 +110,12 @@ struct BurstDriver<Work: Sendable>: Sendable {
   /// A run taken with ``takeRun()`` has returned and resolved its ticket; returns whether the
   /// line is now idle.
   mutating func runFinished() -> Bool {
-    outstanding -= 1
-    return outstanding == 0
+    book.runFinished()
   }
 
-  /// Keeps `handle` as the live timer's, or returns it to be cancelled when the timer it arms
-  /// is no longer live (it fired, or was replaced, before the shell got here).
+  /// Keeps `handle` as the live timer's, or returns the handle to cancel.
   mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
-    guard slot.machine.liveTimer?.generation == generation else { return handle }
-    let replaced = liveHandle?.handle
-    liveHandle = (generation, handle)
-    return replaced
+    book.install(handle, generation: generation)
   }
 
   mutating func synchronize(_ record: BurstRecord) {
@@ -150,14 +123,9 @@ struct BurstDriver<Work: Sendable>: Sendable {
   }
 
   private mutating func decide(_ run: DecidedRun<Work>, _ effects: inout BurstEffects) {
-    decided.append(run)
-    outstanding += 1
-    effects.runs += 1
-  }
-
-  private mutating func arm(_ timer: TimerRequest, _ effects: inout BurstEffects) {
-    effects.timer = timer
-    effects.cancelledTimer = liveHandle.take()?.handle
+    book.ready.append(run)
+    book.runDecided()
+    effects.starts += 1
   }
 
   private mutating func end(
@@ -165,8 +133,7 @@ struct BurstDriver<Work: Sendable>: Sendable {
   ) {
     effects.closing = closing
     if let run { decide(run, &effects) }
-    outstanding -= 1
-    effects.becameIdle = outstanding == 0
+    book.burstEnded(&effects)
   }
 }
 

@@ -62,10 +62,21 @@ extension LockBox where State == BurstRecordState {
     self.init(BurstRecordState(owner: owner, leadingSeq: leadingSeq))
   }
 
-  /// Records that every non-leading submission below `seq` was preempted.
+  /// Records that every non-leading submission below `seq` was preempted, without resuming
+  /// anybody: called under an instance's lock. Returns whether tasks wait on the record, to
+  /// resume with ``resumeResolved()`` once that lock is released.
   @usableFromInline
-  func preempt(below seq: UInt64) {
-    update { $0.preemptedBelow = max($0.preemptedBelow, seq) }
+  func notePreempted(below seq: UInt64) -> Bool {
+    withLock {
+      $0.preemptedBelow = max($0.preemptedBelow, seq)
+      return !$0.waiters.isEmpty
+    }
+  }
+
+  /// Resumes the waiters whose outcome is known; outside any instance's lock.
+  @usableFromInline
+  func resumeResolved() {
+    update { _ in }
   }
 
   /// The burst ended; `lastSeq` runs or is cancelled, every other submission was preempted.

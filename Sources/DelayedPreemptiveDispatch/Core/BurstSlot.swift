@@ -16,26 +16,20 @@ struct BurstSlot<Work: Sendable>: Sendable {
     @usableFromInline var timer: TimerRequest?
     /// `timer` replaces a live timer, which is now stale.
     @usableFromInline var replacedLiveTimer = false
+    /// The burst's record, when tasks await a ticket that this submission preempted.
+    @usableFromInline var preempted: BurstRecord?
 
     @inlinable
     init(
       ticket: DelayTicket, started: Bool = false, timer: TimerRequest? = nil,
-      replacedLiveTimer: Bool = false
+      replacedLiveTimer: Bool = false, preempted: BurstRecord? = nil
     ) {
       self.ticket = ticket
       self.started = started
       self.timer = timer
       self.replacedLiveTimer = replacedLiveTimer
+      self.preempted = preempted
     }
-  }
-
-  /// What a firing timer did.
-  @usableFromInline
-  enum Firing {
-    case stale
-    case rearm(TimerRequest)
-    /// The burst ended: close it, and run `run` if present.
-    case ended(DecidedRun<Work>?, BurstClosing)
   }
 
   @usableFromInline var machine: Machine
@@ -59,8 +53,10 @@ struct BurstSlot<Work: Sendable>: Sendable {
     case .rejected:
       return Submission(ticket: DelayTicket(resolved: .cancelled))
     case .joined(let seq, let timer):
+      let (ticket, preempted) = ledger.join(seq: seq)
       return Submission(
-        ticket: ledger.join(seq: seq), timer: timer, replacedLiveTimer: hadTimer && timer != nil)
+        ticket: ticket, timer: timer, replacedLiveTimer: hadTimer && timer != nil,
+        preempted: preempted)
     case .started(let seq, let timer, let leading):
       let ticket = ledger.begin(seq: seq, leading: leading != nil, owner: owner)
       var submission = Submission(
@@ -77,25 +73,24 @@ struct BurstSlot<Work: Sendable>: Sendable {
   @inlinable @inline(__always)
   mutating func join(
     at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
-  ) -> (ticket: DelayTicket, timer: TimerRequest?) {
+  ) -> (ticket: DelayTicket, timer: TimerRequest?, preempted: BurstRecord?) {
     guard
       case .joined(let seq, let timer) = machine.delay(
         at: now, until: requested, work: work, rules: rules, ids: &ids)
     else {
       preconditionFailure("Internal inconsistency: a submission to a pending burst did not join it")
     }
-    return (ledger.join(seq: seq), timer)
+    let (ticket, preempted) = ledger.join(seq: seq)
+    return (ticket, timer, preempted)
   }
 
+  /// The timer named `generation` fired at `now`; an ended burst becomes a run and a closing
+  /// through ``ended(_:_:)``.
   @inlinable
-  mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> Firing {
-    switch machine.timerFired(at: now, generation: generation, ids: &ids) {
-    case .stale: return .stale
-    case .rearm(let timer): return .rearm(timer)
-    case .ended(let work, let end):
-      let ended = self.ended(work, end)
-      return .ended(ended.run, ended.closing)
-    }
+  mutating func timerFired(
+    at now: Tick, generation: UInt64, ids: inout BurstIDs
+  ) -> Machine.FireAction {
+    machine.timerFired(at: now, generation: generation, ids: &ids)
   }
 
   /// Ends the pending burst by running its task; `nil` when idle.
@@ -149,6 +144,9 @@ struct DecidedRun<Work: Sendable>: Sendable {
   @usableFromInline let record: BurstRecord
   /// The leading run of its burst, rather than the run that ends it.
   @usableFromInline let isLeading: Bool
+  /// A newer burst made this run stale before it started (`cancelsRunningTask`): it starts in
+  /// a cancelled task.
+  @usableFromInline var isStale = false
 
   @inlinable
   init(work: Work, record: BurstRecord, isLeading: Bool) {

@@ -39,19 +39,6 @@ protocol BurstTimer: Sendable {
   func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle
 }
 
-extension BurstTimer {
-  /// Arms `request` for an actor shell: delivers in an async context to `fire`, with the
-  /// request's generation.
-  func arm(
-    _ request: TimerRequest, tolerance: Duration?,
-    fire: @escaping @Sendable (_ generation: UInt64) async -> Void
-  ) -> TimerHandle {
-    let generation = request.generation
-    return arm(
-      at: request.deadline, tolerance: tolerance, delivery: .task { await fire(generation) })
-  }
-}
-
 /// Real time for the GCD shells: `DispatchTime` (the monotonic clock) and `asyncAfter`.
 struct DispatchTimeTimer: BurstTimer {
   func now() -> Tick { Tick(nanoseconds: DispatchTime.now().uptimeNanoseconds) }

@@ -1,34 +1,3 @@
-/// What a keyed shell must do after an event, outside its lock and in this order: apply the
-/// closings, cancel `cancelledTimer`, start `workers` workers, arm `timer`, then leave its busy
-/// state if `becameIdle`.
-@usableFromInline
-struct KeyedEffects: Sendable {
-  @usableFromInline var closing: BurstClosing?
-  /// The closings of an event that ended many bursts (a timer firing, `cancelAll`, `flushAll`).
-  @usableFromInline var closings: [BurstClosing] = []
-  /// Worker loops to start: each takes due runs with ``KeyedBurstDriver/nextRuns(finishing:)``
-  /// until there are none.
-  @usableFromInline var workers = 0
-  @usableFromInline var timer: TimerRequest?
-  @usableFromInline var cancelledTimer: TimerHandle?
-  /// The submission started a burst of its key.
-  @usableFromInline var startedBurst = false
-  @usableFromInline var becameBusy = false
-  @usableFromInline var becameIdle = false
-  /// A timer firing left due entries in the heap: call ``KeyedBurstDriver/popDue(at:limit:)``
-  /// again, outside the lock.
-  @usableFromInline var moreDue = false
-
-  @inlinable
-  init() {}
-
-  @inlinable
-  func applyClosings() {
-    closing?.apply()
-    for closing in closings { closing.apply() }
-  }
-}
-
 /// The one driver of a keyed instance: a ``BurstSlot`` per key with a pending burst or a run,
 /// one ``TimerHeap`` for all of them behind a single armed timer, and the queue of due runs.
 ///
@@ -50,6 +19,9 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     @usableFromInline var isRunning = false
     /// Runs decided and not yet started, oldest first; they start one at a time.
     @usableFromInline var decided = RunQueue<Run>()
+    /// With `cancelsRunningTask`: how many of the oldest runs in `decided` belong to bursts
+    /// that a newer burst has made stale; they start already cancelled.
+    @usableFromInline var staleDecided = 0
 
     @inlinable
     init(slot: BurstSlot<Value>) {
@@ -62,26 +34,24 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @usableFromInline let rules: BurstRules
   /// How many worker loops may run at once: `maxConcurrentTasks`, or a default.
   @usableFromInline let workerLimit: Int
-  @usableFromInline var ids = BurstIDs()
-  @usableFromInline var durations = DurationCache()
+  /// `cancelsRunningTask`: a new burst of a key makes every unfinished run of its earlier
+  /// bursts stale (``DecidedRun/isStale``).
+  @usableFromInline let cancelsStaleRuns: Bool
+  /// Counters, durations, the busy count, the ready keys (oldest decision first) and the one
+  /// armed timer: the bookkeeping every driver shares.
+  @usableFromInline var book = BurstBook<Key>()
   @usableFromInline var keys = KeyTable<Key, KeyState>()
   @usableFromInline var heap = TimerHeap<Key>()
   /// Heap entries that no key's live timer is any more.
   @usableFromInline var staleEntries = 0
-  /// Keys whose oldest decided run may start, oldest decision first.
-  @usableFromInline var ready = RunQueue<Key>()
   @usableFromInline var workers = 0
-  /// The instance's one armed timer.
-  @usableFromInline var armed: TimerRequest?
-  @usableFromInline var armedHandle: TimerHandle?
   @usableFromInline var pendingCount = 0
-  /// Pending bursts plus runs decided and not yet finished.
-  @usableFromInline var outstanding = 0
 
   @inlinable
-  init(options: DelayOptions, maxConcurrentTasks: Int?) {
+  init(options: DelayOptions, maxConcurrentTasks: Int?, cancelsStaleRuns: Bool = false) {
     rules = BurstRules(options)
     workerLimit = maxConcurrentTasks ?? 64
+    self.cancelsStaleRuns = cancelsStaleRuns
   }
 
   @inlinable
@@ -94,8 +64,11 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     return state.isRunning || !state.decided.isEmpty
   }
 
+  /// Pending bursts plus runs decided and not yet finished.
+  @inlinable var outstanding: Int { book.outstanding }
+
   /// Runs decided and not yet finished, all keys together.
-  @inlinable var unfinishedRuns: Int { outstanding - pendingCount }
+  @inlinable var unfinishedRuns: Int { book.outstanding - pendingCount }
 
   /// Keys that hold state (pending, running or with decided runs), and heap entries; for tests.
   @inlinable var footprint: (keys: Int, timers: Int) { (keys.count, heap.count) }
@@ -103,27 +76,31 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @inlinable
   mutating func delay(
     _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: AnyObject
-  ) -> (DelayTicket, KeyedEffects) {
-    let requested = durations.deadline(after: delay, from: now)
-    var effects = KeyedEffects()
+  ) -> (DelayTicket, BurstEffects) {
+    let requested = book.durations.deadline(after: delay, from: now)
+    var effects = BurstEffects()
     // A pending key is updated in place through its index: no default value to build, and
     // no copy of its state. A new key's state is built aside and stored once.
     let result: BurstSlot<Value>.Submission
     if let position = keys.position(of: key) {
       result = keys[at: position].slot.delay(
-        at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
+        at: now, until: requested, work: value, rules: rules, ids: &book.ids, owner: owner)
+      if cancelsStaleRuns && result.started {
+        // Every run of the key's earlier bursts is stale now (before this burst's leading run
+        // is decided): the shell cancels the running one, these start cancelled.
+        keys[at: position].staleDecided = keys[at: position].decided.count
+      }
     } else {
       var state = KeyState(slot: BurstSlot(work: nil, reportsPreemptionAlways: true))
       result = state.slot.delay(
-        at: now, until: requested, work: value, rules: rules, ids: &ids, owner: owner)
+        at: now, until: requested, work: value, rules: rules, ids: &book.ids, owner: owner)
       keys.insert(state, for: key)
     }
     if result.replacedLiveTimer { staleEntries += 1 }
+    effects.preempted = result.preempted
     if result.started {
-      effects.startedBurst = true
-      effects.becameBusy = outstanding == 0
+      book.burstStarted(&effects)
       pendingCount += 1
-      outstanding += 1
     }
     if let leading = result.leading { decide(leading, for: key, &effects) }
     if let timer = result.timer { schedule(timer, for: key, &effects) }
@@ -131,40 +108,40 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   @inlinable
-  mutating func cancel(_ key: Key) -> KeyedEffects {
-    var effects = KeyedEffects()
+  mutating func cancel(_ key: Key) -> BurstEffects {
+    var effects = BurstEffects()
     guard let closing = keys[key]?.slot.cancel() else { return effects }
-    effects.closing = closing
+    effects.close(closing)
     endBurst(of: key, &effects)
     return effects
   }
 
   @inlinable
-  mutating func flush(_ key: Key) -> KeyedEffects {
-    var effects = KeyedEffects()
+  mutating func flush(_ key: Key) -> BurstEffects {
+    var effects = BurstEffects()
     guard let (run, closing) = keys[key]?.slot.flush() else { return effects }
-    effects.closing = closing
+    effects.close(closing)
     if let run { decide(run, for: key, &effects) }
     endBurst(of: key, &effects)
     return effects
   }
 
   @inlinable
-  mutating func cancelAll() -> KeyedEffects {
-    var effects = KeyedEffects()
+  mutating func cancelAll() -> BurstEffects {
+    var effects = BurstEffects()
     for key in pendingKeys() {
-      if let closing = keys[key]?.slot.cancel() { effects.closings.append(closing) }
+      if let closing = keys[key]?.slot.cancel() { effects.close(closing) }
       endBurst(of: key, &effects)
     }
     return effects
   }
 
   @inlinable
-  mutating func flushAll() -> KeyedEffects {
-    var effects = KeyedEffects()
+  mutating func flushAll() -> BurstEffects {
+    var effects = BurstEffects()
     for key in pendingKeys() {
       guard let (run, closing) = keys[key]?.slot.flush() else { continue }
-      effects.closings.append(closing)
+      effects.close(closing)
       if let run { decide(run, for: key, &effects) }
       endBurst(of: key, &effects)
     }
@@ -173,10 +150,9 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   /// The owner is going away: cancel every pending burst and the timer.
   @inlinable
-  mutating func release() -> KeyedEffects {
+  mutating func release() -> BurstEffects {
     var effects = cancelAll()
-    effects.cancelledTimer = armedHandle.take()
-    armed = nil
+    book.disarm(&effects)
     return effects
   }
 
@@ -186,10 +162,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @inlinable
   mutating func timerFired(
     at now: Tick, generation: UInt64, limit: Int = .max
-  ) -> KeyedEffects {
-    guard armed?.generation == generation else { return KeyedEffects() }
-    armed = nil
-    armedHandle = nil
+  ) -> BurstEffects {
+    guard book.fired(generation: generation) else { return BurstEffects() }
     return popDue(at: now, limit: limit)
   }
 
@@ -198,8 +172,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// that workers can take the runs decided so far); otherwise the timer is armed for the
   /// earliest deadline left, unless an earlier one is armed already.
   @inlinable
-  mutating func popDue(at now: Tick, limit: Int) -> KeyedEffects {
-    var effects = KeyedEffects()
+  mutating func popDue(at now: Tick, limit: Int) -> BurstEffects {
+    var effects = BurstEffects()
     var popped = 0
     while popped < limit, let entry = heap.popDue(by: now) {
       popped += 1
@@ -207,14 +181,17 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         staleEntries = max(staleEntries - 1, 0)
         continue
       }
-      switch keys[at: position].slot.timerFired(at: now, generation: entry.generation, ids: &ids) {
+      switch keys[at: position].slot.timerFired(
+        at: now, generation: entry.generation, ids: &book.ids)
+      {
       case .stale:
         staleEntries = max(staleEntries - 1, 0)
       case .rearm(let timer):
         heap.insert(
           TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: entry.key))
-      case .ended(let run, let closing):
-        effects.closings.append(closing)
+      case .ended(let work, let burstEnd):
+        let (run, closing) = keys[at: position].slot.ended(work, burstEnd)
+        effects.close(closing)
         if let run { decide(run, for: entry.key, at: position, &effects) }
         endBurst(of: entry.key, at: position, &effects)
       }
@@ -233,41 +210,42 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @inlinable
   mutating func nextRuns(
     finishing finished: [Key], batchLimit: Int = 64
-  ) -> (runs: [(Key, Run)], effects: KeyedEffects) {
-    var effects = KeyedEffects()
+  ) -> (runs: [(Key, Run)], effects: BurstEffects) {
+    var effects = BurstEffects()
     for key in finished {
       let position = keys.position(of: key)!
       keys[at: position].isRunning = false
-      outstanding -= 1
+      _ = book.runFinished()
       if !keys[at: position].decided.isEmpty {
-        ready.append(key)
+        book.ready.append(key)
       } else if keys[at: position].isIdle {
         drop(key)
       }
     }
-    let size = min(ready.count, max(1, min(batchLimit, ready.count / max(workerLimit, 1))))
+    let ready = book.ready.count
+    let size = min(ready, max(1, min(batchLimit, ready / max(workerLimit, 1))))
     var runs: [(Key, Run)] = []
     if size > 0 { runs.reserveCapacity(size) }
-    while runs.count < size, let key = ready.popFirst() {
+    while runs.count < size, let key = book.ready.popFirst() {
       let position = keys.position(of: key)!
-      let run = keys[at: position].decided.popFirst()!
+      var run = keys[at: position].decided.popFirst()!
+      if keys[at: position].staleDecided > 0 {
+        keys[at: position].staleDecided -= 1
+        run.isStale = true
+      }
       keys[at: position].isRunning = true
       runs.append((key, run))
     }
     if runs.isEmpty { workers -= 1 }
     startWorkers(&effects)
-    effects.becameIdle = outstanding == 0 && !finished.isEmpty
+    effects.becameIdle = book.outstanding == 0 && !finished.isEmpty
     return (runs, effects)
   }
 
-  /// Keeps `handle` as the armed timer's, or returns it to be cancelled when that timer is no
-  /// longer the armed one.
+  /// Keeps `handle` as the armed timer's, or returns the handle to cancel.
   @inlinable
   mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
-    guard armed?.generation == generation else { return handle }
-    let replaced = armedHandle
-    armedHandle = handle
-    return replaced
+    book.install(handle, generation: generation)
   }
 
   @inlinable
@@ -276,19 +254,19 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   @inlinable
-  mutating func decide(_ run: Run, for key: Key, _ effects: inout KeyedEffects) {
+  mutating func decide(_ run: Run, for key: Key, _ effects: inout BurstEffects) {
     decide(run, for: key, at: keys.position(of: key)!, &effects)
   }
 
   /// ``decide(_:for:_:)`` for a key whose position in `keys` is known.
   @inlinable
   mutating func decide(
-    _ run: Run, for key: Key, at position: Int, _ effects: inout KeyedEffects
+    _ run: Run, for key: Key, at position: Int, _ effects: inout BurstEffects
   ) {
     keys[at: position].decided.append(run)
-    outstanding += 1
+    book.runDecided()
     if !keys[at: position].isRunning && keys[at: position].decided.count == 1 {
-      ready.append(key)
+      book.ready.append(key)
     }
     startWorkers(&effects)
   }
@@ -296,27 +274,26 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// Starts a worker per ready run, up to the limit: workers that are busy running a batch
   /// cannot take ready runs, and one that finds nothing left simply stops.
   @inlinable
-  mutating func startWorkers(_ effects: inout KeyedEffects) {
-    let wanted = min(ready.count, workerLimit - workers)
+  mutating func startWorkers(_ effects: inout BurstEffects) {
+    let wanted = min(book.ready.count, workerLimit - workers)
     guard wanted > 0 else { return }
     workers += wanted
-    effects.workers += wanted
+    effects.starts += wanted
   }
 
   /// The burst of `key` ended (its closing is in `effects`).
   @inlinable
-  mutating func endBurst(of key: Key, _ effects: inout KeyedEffects) {
+  mutating func endBurst(of key: Key, _ effects: inout BurstEffects) {
     endBurst(of: key, at: keys.position(of: key)!, &effects)
   }
 
   /// ``endBurst(of:_:)`` for a key whose position in `keys` is known.
   @inlinable
-  mutating func endBurst(of key: Key, at position: Int, _ effects: inout KeyedEffects) {
+  mutating func endBurst(of key: Key, at position: Int, _ effects: inout BurstEffects) {
     pendingCount -= 1
-    outstanding -= 1
     keys[at: position].slot.forgetWork()
     if keys[at: position].isIdle { drop(key) }
-    effects.becameIdle = outstanding == 0
+    book.burstEnded(&effects)
   }
 
   /// Drops an idle key's state; its timer, if still in the heap, becomes a stale entry. Once no
@@ -343,24 +320,21 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   @inlinable
-  mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout KeyedEffects) {
+  mutating func schedule(_ timer: TimerRequest, for key: Key, _ effects: inout BurstEffects) {
     heap.insert(TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: key))
-    if let armed, armed.deadline <= timer.deadline { return }
+    if let armed = book.armed, armed.deadline <= timer.deadline { return }
     arm(at: timer.deadline, &effects)
   }
 
   @inlinable
-  mutating func armEarliest(_ effects: inout KeyedEffects) {
+  mutating func armEarliest(_ effects: inout BurstEffects) {
     guard let first = heap.first else { return }
-    if let armed, armed.deadline <= first.deadline { return }
+    if let armed = book.armed, armed.deadline <= first.deadline { return }
     arm(at: first.deadline, &effects)
   }
 
   @inlinable
-  mutating func arm(at deadline: Tick, _ effects: inout KeyedEffects) {
-    let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
-    armed = timer
-    effects.timer = timer
-    effects.cancelledTimer = armedHandle.take()
+  mutating func arm(at deadline: Tick, _ effects: inout BurstEffects) {
+    book.arm(TimerRequest(deadline: deadline, generation: book.ids.nextGeneration()), &effects)
   }
 }

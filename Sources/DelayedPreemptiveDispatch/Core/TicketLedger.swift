@@ -25,22 +25,25 @@ struct TicketLedger: Sendable {
     return DelayTicket(record: record, seq: seq)
   }
 
-  /// A submission joined the current burst; the submissions before it are preempted.
+  /// A submission joined the current burst; the submissions before it are preempted. Returns
+  /// the record when tasks await its tickets: the shell resumes them outside its lock
+  /// (``BurstEffects/preempted``), since nothing resumes under an instance's lock.
   @inlinable
-  mutating func join(seq: UInt64) -> DelayTicket {
+  mutating func join(seq: UInt64) -> (ticket: DelayTicket, preempted: BurstRecord?) {
     guard let current else {
       preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
     }
-    if reportsPreemption { current.preempt(below: seq) }
-    return DelayTicket(record: current, seq: seq)
+    let waiting = reportsPreemption && current.notePreempted(below: seq)
+    return (DelayTicket(record: current, seq: seq), waiting ? current : nil)
   }
 
-  /// Brings `record` up to date if it is the current burst's; `lastSeq` is the machine's.
+  /// Brings `record` up to date if it is the current burst's; `lastSeq` is the machine's. The
+  /// caller resumes the record's waiters outside its lock (``BurstRecord/resumeResolved()``).
   @inlinable
   mutating func synchronize(_ record: BurstRecord, lastSeq: UInt64?) {
     guard record === current, let lastSeq else { return }
     reportsPreemption = true
-    record.preempt(below: lastSeq)
+    _ = record.notePreempted(below: lastSeq)
   }
 
   /// The current burst ended; returns its record for the shell to close outside its lock.

@@ -81,20 +81,16 @@ final class DispatchCore: TicketOwner {
     perform(state.withLock { $0.release() })
   }
 
-  /// Performs `effects`; `inline` runs the first decided run right here, on the queue (the
-  /// timer's block), instead of in a block of its own.
+  /// Performs `effects` with the one interpreter: each decided run is a block on the queue,
+  /// or, with `inline`, the first one runs right here (the timer's block, on the queue).
   private func perform(_ effects: BurstEffects, inline: Bool = false) {
-    effects.closing?.apply()
-    effects.cancelledTimer?.cancel()
-    for index in 0..<effects.runs {
-      if inline && index == 0 {
-        runNext()
-      } else {
-        queue.async { self.runNext() }
-      }
-    }
-    if let request = effects.timer { arm(request) }
-    if effects.becameIdle { group.leave() }
+    effects.perform(
+      start: { count in
+        for index in 0..<count {
+          if inline && index == 0 { runNext() } else { queue.async { self.runNext() } }
+        }
+      },
+      arm: arm, becameIdle: group.leave)
   }
 
   /// Runs the oldest decided run: blocks may execute in another order than the runs were
@@ -112,16 +108,19 @@ final class DispatchCore: TicketOwner {
     perform(state.withLock { $0.timerFired(at: now, generation: generation) }, inline: true)
   }
 
+  /// Delivers on the serial queue, holding the core weakly.
   private func arm(_ request: TimerRequest) {
     let generation = request.generation
-    let handle = timer.arm(
-      at: request.deadline, tolerance: tolerance,
-      delivery: .queue(queue) { [weak self] in self?.timerFired(generation: generation) })
-    state.withLock { $0.install(handle, generation: generation) }?.cancel()
+    timer.arm(
+      request, tolerance: tolerance,
+      delivery: .queue(queue) { [weak self] in self?.timerFired(generation: generation) },
+      install: { handle, generation in state.withLock { $0.install(handle, generation: generation) }
+      })
   }
 
   func synchronize(_ record: BurstRecord) async {
     state.withLock { $0.synchronize(record) }
+    record.resumeResolved()
   }
 }
 

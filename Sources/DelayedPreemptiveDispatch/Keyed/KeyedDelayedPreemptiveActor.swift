@@ -34,8 +34,8 @@ where C.Duration == Duration {
   private let tolerance: Duration?
   private let task: @Sendable (Key, Value) async -> Void
   private var driver: Driver
-  /// With `cancelsRunningTask`: the task running each key's run, to cancel on a new burst.
-  private let running: LockBox<[Key: Task<Void, Never>]>?
+  /// With `cancelsRunningTask`: each key's run taken by a worker, to cancel on a new burst.
+  private let running: LockBox<[Key: RunningRun]>?
   /// Callers of `flush`, `flushAll`, `wait` and timer deliveries, with what they wait for.
   private var waiters: [(condition: Condition, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -77,14 +77,14 @@ where C.Duration == Duration {
     timer = ClockTimer(clock: clock)
     tolerance = options.tolerance
     self.task = task
-    driver = Driver(options: options, maxConcurrentTasks: maxConcurrentTasks)
+    driver = Driver(
+      options: options, maxConcurrentTasks: maxConcurrentTasks,
+      cancelsStaleRuns: cancelsRunningTask)
     running = cancelsRunningTask ? LockBox([:]) : nil
   }
 
   deinit {
-    let effects = driver.release()
-    effects.applyClosings()
-    effects.cancelledTimer?.cancel()
+    driver.release().performRelease()
   }
 
   /// Submits `value` for `key`, to run `duration` from now, preempting the key's pending
@@ -93,7 +93,15 @@ where C.Duration == Duration {
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
     let (ticket, effects) = driver.delay(
       key, .duration(duration), now: timer.now(), value: value, owner: self)
-    if effects.startedBurst, let running { running.withLock { $0[key] }?.cancel() }
+    if effects.startedBurst, let running {
+      running.withLock { runs in
+        switch runs[key] {
+        case .running(let task): task.cancel()
+        case .starting: runs[key] = .starting(stale: true)
+        case nil: break
+        }
+      }
+    }
     perform(effects)
     return ticket
   }
@@ -165,17 +173,22 @@ where C.Duration == Duration {
     waiters = waiting
   }
 
-  private func perform(_ effects: KeyedEffects) {
-    effects.applyClosings()
-    effects.cancelledTimer?.cancel()
-    for _ in 0..<effects.workers { startWorker() }
-    if let request = effects.timer { arm(request) }
+  /// Performs `effects` with the one interpreter: each start is a worker task. Waiters for a
+  /// key or for the runs are checked after every event, not only once idle.
+  private func perform(_ effects: BurstEffects) {
+    effects.perform(
+      start: { count in for _ in 0..<count { startWorker() } }, arm: arm, becameIdle: {})
     resumeWaiters()
   }
 
   /// Called by a worker: reports `finished` runs and takes the next batch.
   private func nextRuns(finishing finished: [Key]) -> [(Key, Run)] {
     let (runs, effects) = driver.nextRuns(finishing: finished)
+    if let running, !runs.isEmpty {
+      running.withLock { taken in
+        for (key, run) in runs { taken[key] = .starting(stale: run.isStale) }
+      }
+    }
     perform(effects)
     return runs
   }
@@ -188,7 +201,7 @@ where C.Duration == Duration {
       while let runs = await self?.nextRuns(finishing: finished), !runs.isEmpty {
         finished.removeAll(keepingCapacity: true)
         for (key, run) in runs {
-          await Self.execute(run.work, for: key, task: task, running: running, owner: owner)
+          await Self.execute(run, for: key, task: task, running: running, owner: owner)
           run.resolve()
           finished.append(key)
         }
@@ -196,20 +209,30 @@ where C.Duration == Duration {
     }
   }
 
+  /// Runs `run`'s task; with `cancelsRunningTask`, in a child task that a newer burst of the
+  /// key cancels, or that starts cancelled when a newer burst made the run stale before it
+  /// started.
   private static func execute(
-    _ value: Value, for key: Key, task: @escaping @Sendable (Key, Value) async -> Void,
-    running: LockBox<[Key: Task<Void, Never>]>?, owner: ObjectIdentifier
+    _ run: Run, for key: Key, task: @escaping @Sendable (Key, Value) async -> Void,
+    running: LockBox<[Key: RunningRun]>?, owner: ObjectIdentifier
   ) async {
+    let value = run.work
     guard let running else {
       let current = RunningOwner(owner: owner, task: RunningOwner.currentTask())
       await RunningOwner.$current.withValue(current) { await task(key, value) }
       return
     }
     let child = Task {
+      // Stale before it starts: it starts cancelled, before the user's task sees anything.
+      if running.withLock({ $0[key]?.isStale ?? false }) { withUnsafeCurrentTask { $0?.cancel() } }
       let current = RunningOwner(owner: owner, task: RunningOwner.currentTask())
       await RunningOwner.$current.withValue(current) { await task(key, value) }
     }
-    running.withLock { $0[key] = child }
+    running.withLock { runs in
+      // Made stale after the child looked: it is the running task, and is cancelled as such.
+      if runs[key]?.isStale ?? false { child.cancel() }
+      runs[key] = .running(child)
+    }
     await child.value
     running.withLock { $0[key] = nil }
   }
@@ -219,11 +242,25 @@ where C.Duration == Duration {
     await wait(until: .runsDrained)
   }
 
+  /// Delivers in a task, holding the actor weakly.
   private func arm(_ request: TimerRequest) {
-    let handle = timer.arm(request, tolerance: tolerance) { [weak self] generation in
-      await self?.timerFired(generation: generation)
-    }
-    driver.install(handle, generation: request.generation)?.cancel()
+    let generation = request.generation
+    timer.arm(
+      request, tolerance: tolerance,
+      delivery: .task { [weak self] in await self?.timerFired(generation: generation) },
+      install: { driver.install($0, generation: $1) })
+  }
+}
+
+/// With `cancelsRunningTask`: a key's run from the moment a worker takes it.
+private enum RunningRun: Sendable {
+  /// Taken, its task not yet registered; `stale` once a newer burst of the key started.
+  case starting(stale: Bool)
+  case running(Task<Void, Never>)
+
+  var isStale: Bool {
+    if case .starting(stale: true) = self { return true }
+    return false
   }
 }
 

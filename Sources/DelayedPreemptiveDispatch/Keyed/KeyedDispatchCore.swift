@@ -98,13 +98,12 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   @inlinable var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
   @inlinable var footprint: (keys: Int, timers: Int) { state.withLock { $0.driver.footprint } }
 
+  /// Performs `effects` with the one interpreter: each start is a worker block on the target.
   @inlinable
-  func perform(_ effects: KeyedEffects) {
-    effects.applyClosings()
-    effects.cancelledTimer?.cancel()
-    for _ in 0..<effects.workers { runQueue.async { self.work() } }
-    if let request = effects.timer { arm(request) }
-    if effects.becameIdle { group.leave() }
+  func perform(_ effects: BurstEffects) {
+    effects.perform(
+      start: { count in for _ in 0..<count { runQueue.async { self.work() } } },
+      arm: arm, becameIdle: group.leave)
   }
 
   /// A worker: runs batches of due runs until the driver has none left.
@@ -159,6 +158,8 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     }
   }
 
+  /// Delivers on the timer queue (or, on a clock, in a task that waits for the runs it made
+  /// due), holding the core weakly.
   @inlinable
   func arm(_ request: TimerRequest) {
     let generation = request.generation
@@ -166,8 +167,11 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       drainsOnFire
       ? .task { [weak self] in await self?.timerFiredAndDrained(generation: generation) }
       : .queue(timerQueue) { [weak self] in self?.timerFired(generation: generation) }
-    let handle = timer.arm(at: request.deadline, tolerance: tolerance, delivery: delivery)
-    state.withLock { $0.driver.install(handle, generation: generation) }?.cancel()
+    timer.arm(
+      request, tolerance: tolerance, delivery: delivery,
+      install: { handle, generation in
+        state.withLock { $0.driver.install(handle, generation: generation) }
+      })
   }
 
   func synchronize(_ record: BurstRecord) async {}

@@ -20,13 +20,13 @@ import Testing
     #expect(timer.deadline == MachineHarness.tick(1))
 
     var effects = driver.timerFired(at: timer.deadline, generation: timer.generation, limit: 4)
-    var ended = effects.closings.count
+    var ended = effects.closedCount
     #expect(ended == 4 && effects.moreDue && effects.timer == nil)
     effects = driver.popDue(at: timer.deadline, limit: 4)
-    ended += effects.closings.count
+    ended += effects.closedCount
     #expect(ended == 8 && effects.moreDue && effects.timer == nil)
     effects = driver.popDue(at: timer.deadline, limit: 4)
-    ended += effects.closings.count
+    ended += effects.closedCount
     #expect(ended == 10 && !effects.moreDue)
     #expect(effects.timer?.deadline == MachineHarness.tick(5))
     #expect(driver.pendingCount == 1 && driver.isPending(99))

@@ -47,26 +47,31 @@ import Testing
       now = target
     }
 
-    mutating func perform(_ effects: KeyedEffects) {
-      effects.applyClosings()
-      if let timer = effects.timer {
-        timers.append(timer)
-        timersArmed += 1
-      }
-      for _ in 0..<effects.workers {
-        var finished: [Int] = []
-        while true {
-          let (batch, more) = driver.nextRuns(finishing: finished)
-          finished = []
-          for (key, run) in batch {
-            runs[key, default: []].append(Run(work: run.work, at: now))
-            run.resolve()
-            finished.append(key)
+    /// Performs `effects` with the shells' own interpreter; a worker runs due runs at once.
+    mutating func perform(_ effects: BurstEffects) {
+      effects.perform(
+        start: { workers in
+          for _ in 0..<workers {
+            var finished: [Int] = []
+            while true {
+              let (batch, more) = driver.nextRuns(finishing: finished)
+              finished = []
+              for (key, run) in batch {
+                runs[key, default: []].append(Run(work: run.work, at: now))
+                run.resolve()
+                finished.append(key)
+              }
+              perform(more)
+              if batch.isEmpty { break }
+            }
           }
-          perform(more)
-          if batch.isEmpty { break }
-        }
-      }
+        },
+        arm: { timer in
+          timers.append(timer)
+          timersArmed += 1
+          _ = driver.install(.none, generation: timer.generation)
+        },
+        becameIdle: {})
     }
 
     func outcomes(of key: Int) -> [UInt64: DelayOutcome] {

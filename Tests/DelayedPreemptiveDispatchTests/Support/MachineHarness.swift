@@ -103,14 +103,21 @@ struct MachineHarness {
     now = target
   }
 
+  /// Performs `effects` with the shells' own interpreter: a decided run runs at once.
   private mutating func perform(_ effects: BurstEffects) {
-    effects.closing?.apply()
-    for _ in 0..<effects.runs {
-      let run = driver.takeRun()
-      runs.append(Run(work: run.work, at: now))
-      run.resolve()
-      _ = driver.runFinished()
-    }
-    if let timer = effects.timer { timers.append(timer) }
+    effects.perform(
+      start: { count in
+        for _ in 0..<count {
+          let run = driver.takeRun()
+          runs.append(Run(work: run.work, at: now))
+          run.resolve()
+          _ = driver.runFinished()
+        }
+      },
+      arm: { timer in
+        timers.append(timer)
+        _ = driver.install(.none, generation: timer.generation)
+      },
+      becameIdle: {})
   }
 }
