@@ -72,26 +72,4 @@ import Testing
     #expect(log.all == ["second ran", "flush returned"])
   }
 
-  @Test(arguments: [true, false])
-  func newBurstCancelsStaleRunningTaskOnlyWhenAskedTo(cancels: Bool) async {
-    let actor = DelayedPreemptiveActor(clock: clock, cancelsRunningTask: cancels)
-    let started = AsyncGate()
-    let release = AsyncGate()
-    let first = await actor.delay(.zero) { [log] in
-      started.open()
-      await release.wait()
-      log.append("A cancelled: \(Task.isCancelled)")
-    }
-    let flushing = Task { await actor.flush() }
-    await started.wait()
-    let second = await actor.delay(.zero) { [log] in log.append("B cancelled: \(Task.isCancelled)")
-    }
-    release.open()
-    await flushing.value
-    await clock.advance(by: .zero)
-    await actor.wait()
-    #expect(log.all == ["A cancelled: \(cancels)", "B cancelled: false"])
-    #expect(await first.outcome == .executed)
-    #expect(await second.outcome == .executed)
-  }
 }

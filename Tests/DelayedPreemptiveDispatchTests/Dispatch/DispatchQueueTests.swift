@@ -21,50 +21,6 @@ import Testing
 
   // MARK: Kept from the original design
 
-  @Test func extendRunsLastTaskAtLatestDeadline() async {
-    let queue = makeQueue()
-    let first = queue.delay(0.5, task: task("A"))
-    let second = queue.delay(0.1, task: task("B"))
-    await clock.advance(by: .milliseconds(499))
-    #expect(ran.elements.isEmpty)
-    await clock.advance(by: .milliseconds(1))
-    #expect(ran.elements == ["B"])
-    #expect(await first.outcome == .preempted)
-    #expect(await second.outcome == .executed)
-  }
-
-  @Test func restartRunsAtNewestDeadline() async {
-    let queue = makeQueue(DelayOptions(deadlinePolicy: .restart))
-    queue.delay(0.5, task: task("A"))
-    await clock.advance(by: .milliseconds(100))
-    queue.delay(for: .milliseconds(100), task: task("B"))
-    await clock.advance(by: .milliseconds(99))
-    #expect(ran.elements.isEmpty)
-    await clock.advance(by: .milliseconds(1))
-    #expect(ran.elements == ["B"])
-    await clock.advance(by: .seconds(1))
-    #expect(ran.elements == ["B"])
-  }
-
-  @Test func taskNilReusesTaskGivenLastAndQueueIsReusable() async {
-    let queue = DelayedPreemptiveDispatchQueue(clock: clock, task: task("init"))
-    queue.delay(0.1)
-    await clock.advance(by: .milliseconds(100))
-    queue.delay(0.1, task: task("B"))
-    await clock.advance(by: .milliseconds(100))
-    queue.delay(0.1)
-    await clock.advance(by: .milliseconds(100))
-    #expect(ran.elements == ["init", "B", "B"])
-  }
-
-  @Test func noTaskEverGivenResolvesCancelledAtOnce() async {
-    let queue = makeQueue()
-    let ticket = queue.delay(0.1)
-    #expect(await ticket.outcome == .cancelled)
-    #expect(!queue.isPending)
-    #expect(clock.pendingTimerCount == 0)
-  }
-
   // MARK: Fixes of the original design
 
   /// Fix 2: a `delay` after the timer expired but before the task ran is neither lost nor run
@@ -103,49 +59,6 @@ import Testing
     #expect(!queue.isPending)
   }
 
-  /// Fix 4: submissions move the deadline of one timer instead of arming one each.
-  @Test func manySubmissionsArmOneTimer() async {
-    let queue = makeQueue()
-    for index in 0..<100_000 { queue.delay(1 + Double(index) * 1e-6, task: task("last")) }
-    #expect(clock.pendingTimerCount == 1)
-    await clock.advance(by: .seconds(2))
-    #expect(ran.elements == ["last"])
-    #expect(clock.pendingTimerCount == 0)
-  }
-
-  /// Fix 5: after `cancel()`, a `delay` starts fresh from now and no old timer affects it.
-  @Test func cancelThenDelayStartsFresh() async {
-    let queue = makeQueue()
-    let cancelled = queue.delay(1, task: task("A"))
-    await clock.advance(by: .milliseconds(500))
-    queue.cancel()
-    #expect(await cancelled.outcome == .cancelled)
-    queue.delay(0.2, task: task("B"))
-    await clock.advance(by: .milliseconds(199))
-    #expect(ran.elements.isEmpty)
-    await clock.advance(by: .milliseconds(1))
-    #expect(ran.elements == ["B"])
-    await clock.advance(by: .seconds(2))
-    #expect(ran.elements == ["B"])
-  }
-
-  /// Fix 4, with cancel: a loop of `delay` and `cancel` keeps one timer in flight, which the
-  /// next burst adopts.
-  @Test func delayCancelLoopKeepsOneTimerInFlight() async {
-    let queue = makeQueue()
-    for _ in 0..<10_000 {
-      queue.delay(1, task: task("cancelled"))
-      queue.cancel()
-    }
-    #expect(clock.pendingTimerCount == 1)
-    await clock.advance(by: .milliseconds(500))
-    queue.delay(1, task: task("kept"))
-    await clock.advance(by: .milliseconds(999))
-    #expect(ran.elements.isEmpty)
-    await clock.advance(by: .milliseconds(1))
-    #expect(ran.elements == ["kept"])
-  }
-
   @Test func hugeDelayWaitsUntilFlushed() async {
     let queue = makeQueue()
     let ticket = queue.delay(1e300, task: task("A"))
@@ -154,16 +67,6 @@ import Testing
     #expect(queue.isPending)
     queue.flush()
     #expect(await ticket.outcome == .executed)
-  }
-
-  /// Fix 6: constant preemption cannot starve the task when `maxWait` is set.
-  @Test func maxWaitRunsTaskDespiteConstantPreemption() async {
-    let queue = makeQueue(DelayOptions(maxWait: .seconds(1)))
-    for _ in 0..<10 {
-      queue.delay(0.2, task: task("A"))
-      await clock.advance(by: .milliseconds(100))
-    }
-    #expect(ran.elements == ["A"])
   }
 
   /// Fix 7: tasks run on the instance's serial queue, which targets the given queue.
@@ -199,55 +102,6 @@ import Testing
   }
 
   // MARK: flush, cancel, leading, wait
-
-  @Test func flushRunsPendingTaskOnQueueAndEndsBurst() async {
-    let queue = makeQueue()
-    let ticket = queue.delay(10, task: task("A"))
-    queue.flush()
-    #expect(!queue.isPending)
-    #expect(await ticket.outcome == .executed)
-    #expect(ran.elements == ["A"])
-    await clock.advance(by: .seconds(20))
-    #expect(ran.elements == ["A"])
-  }
-
-  @Test func flushWhenIdleDoesNothing() async {
-    let queue = DelayedPreemptiveDispatchQueue(clock: clock, task: task("A"))
-    queue.flush()
-    #expect(queue.wait(timeout: .now()) == .success)
-    #expect(ran.elements.isEmpty)
-  }
-
-  @Test func leadingRunsAtOnceThenOneTrailingRun() async {
-    let queue = makeQueue(DelayOptions(leading: true))
-    let leading = queue.delay(0.1, task: task("A"))
-    #expect(await leading.outcome == .executed)
-    #expect(ran.elements == ["A"])
-    let middle = queue.delay(0.1, task: task("B"))
-    let last = queue.delay(0.1, task: task("C"))
-    await clock.advance(by: .milliseconds(100))
-    #expect(ran.elements == ["A", "C"])
-    #expect(await middle.outcome == .preempted)
-    #expect(await last.outcome == .executed)
-  }
-
-  @Test func waitReturnsOnceBurstAndRunAreOver() async {
-    let queue = makeQueue()
-    queue.delay(0.1, task: task("A"))
-    #expect(queue.wait(timeout: .now()) == .timedOut)
-    await clock.advance(by: .milliseconds(100))
-    #expect(queue.wait(timeout: .now()) == .success)
-  }
-
-  @Test func ticketsReportPreemptionAsSoonAsReplaced() async {
-    let queue = makeQueue()
-    let first = queue.delay(10, task: task("A"))
-    let waiter = Task { await first.outcome }
-    queue.delay(10, task: task("B"))
-    #expect(await waiter.value == .preempted)
-    #expect(queue.isPending)
-    queue.cancel()
-  }
 
   @Test func durationAndSecondsOverloadsAgree() async {
     let queue = makeQueue()

@@ -232,27 +232,32 @@ import Testing
     #expect(log.all.isEmpty)
   }
 
-  @Test(arguments: [true, false])
-  func keyedActorCancelsOnlyThatKeysStaleRunningTask(cancels: Bool) async {
-    let started = AsyncGate()
+  /// `cancelsRunningTask` acts per key: a new burst of key 1 cancels key 1's running task, and
+  /// key 2's task, running at the same time, goes on.
+  @Test func keyedActorCancelsOnlyThatKeysStaleRuns() async {
+    let started = Recorder<Int>()
     let release = AsyncGate()
     let keyed = KeyedDelayedPreemptiveActor<Int, String, ManualClock>(
-      clock: clock, cancelsRunningTask: cancels
+      clock: clock, maxConcurrentTasks: 2, cancelsRunningTask: true
     ) { [log] key, value in
       if value == "slow" {
-        started.open()
+        started.append(key)
         await release.wait()
       }
       log.append("\(key)=\(value) cancelled: \(Task.isCancelled)")
     }
     await keyed.delay(1, for: .zero, value: "slow")
+    await keyed.delay(2, for: .zero, value: "slow")
     let advancing = Task { await clock.advance(by: .zero) }
-    await started.wait()
-    await keyed.delay(1, for: .zero, value: "new")
+    while started.count < 2 { await Task.yield() }
+    await keyed.delay(1, for: .seconds(1), value: "new")
     release.open()
     await advancing.value
-    await clock.advance(by: .zero)
+    await clock.advance(by: .seconds(1))
     await keyed.wait()
-    #expect(log.all == ["1=slow cancelled: \(cancels)", "1=new cancelled: false"])
+    #expect(
+      Set(log.all) == [
+        "1=slow cancelled: true", "2=slow cancelled: false", "1=new cancelled: false",
+      ])
   }
 }
