@@ -43,7 +43,9 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   }
 
   /// Creates an actor that can cancel a stale running task: with `cancelsRunningTask`, a
-  /// submission that starts a new burst cancels the task still running from an earlier burst.
+  /// submission that starts a new burst makes every unfinished run of earlier bursts stale. The
+  /// task still running is cancelled, and a run still queued behind it (a burst flushed in the
+  /// meantime) starts in a cancelled task. The new burst's own runs are never cancelled by it.
   ///
   /// Cancellation is Swift task cancellation, so it is cooperative: the running task sees
   /// `Task.isCancelled` (or a `CancellationError` from `Task.checkCancellation()` and from the

@@ -61,9 +61,12 @@ where C.Duration == Duration {
   }
 
   /// Creates a keyed actor that can cancel a key's stale running task: with
-  /// `cancelsRunningTask`, a submission that starts a new burst of a key cancels (through Swift
-  /// task cancellation, cooperatively) that key's task still running from an earlier burst.
-  /// Other keys are not affected, and tasks of one key still never overlap.
+  /// `cancelsRunningTask`, a submission that starts a new burst of a key makes every unfinished
+  /// run of that key's earlier bursts stale, the rule of
+  /// ``DelayedPreemptiveActor/init(clock:options:cancelsRunningTask:task:)``: the key's running
+  /// task is cancelled (through Swift task cancellation, cooperatively), and a run of the key
+  /// still queued behind it starts in a cancelled task. Other keys are not affected, and tasks
+  /// of one key still never overlap.
   public init(
     clock: C, options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
     cancelsRunningTask: Bool, task: @escaping @Sendable (Key, Value) async -> Void
