@@ -24,6 +24,11 @@ let package = Package(
       name: "dpd-precondition-probe",
       dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
+    // The client that scripts/instructions.sh counts instructions in (callgrind, release build).
+    .executableTarget(
+      name: "dpd-instructions",
+      dependencies: ["DelayedPreemptiveDispatch"]
+    ),
     // Reads the live heap (malloc's bytes in use) for the tests that check memory comes back.
     .target(name: "DPDHeapStatistics"),
     .testTarget(

@@ -493,7 +493,7 @@ reserved beforehand, or discarding them.
 {tickets_table(results)}
 
 {keyed_section(results, info)}
-{findings()}## Reproduce
+{findings()}{instructions()}## Reproduce
 
 ```
 python3 scripts/benchmarks.py            # runs everything (about 10 minutes on 2 cores)
@@ -506,6 +506,12 @@ python3 scripts/benchmarks.py --keyed    # reruns only the keyed workloads and t
 def findings():
     """Benchmarks/findings.md, the analysis of missed targets, if present."""
     path = ROOT / "Benchmarks" / "findings.md"
+    return path.read_text() + "\n" if path.exists() else ""
+
+
+def instructions():
+    """Benchmarks/instructions.md, the section that scripts/instructions.sh writes, if present."""
+    path = ROOT / "Benchmarks" / "instructions.md"
     return path.read_text() + "\n" if path.exists() else ""
 
 

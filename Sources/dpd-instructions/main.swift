@@ -1,0 +1,90 @@
+import DelayedPreemptiveDispatch
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+// The client that scripts/instructions.sh runs under callgrind: one workload, `calls` times, in
+// `measuredLoop`, the only function callgrind counts (`--toggle-collect=*measuredLoop*`). It imports
+// the library as any client does, so the keyed queue's `@inlinable` path is specialised here,
+// as in a user's module.
+//
+//   dpd-instructions queue-preempt|keyed-arm|keyed-arm-cancel|keyed-resubmit CALLS
+//
+// Every delay is an hour: no timer fires while the process runs, and releasing the instances
+// at the end cancels what is pending.
+
+enum Workload: String, CaseIterable {
+  /// `DelayedPreemptiveDispatchQueue.delay(for:task:)` joining a pending burst.
+  case queuePreempt = "queue-preempt"
+  /// A new key on `KeyedDelayedPreemptiveDispatchQueue<Int, Void>`.
+  case keyedArm = "keyed-arm"
+  /// A new key on that keyed queue, and its share of one `cancelAll()` after the last key:
+  /// what a key costs from its first submission until it is gone.
+  case keyedArmCancel = "keyed-arm-cancel"
+  /// A key already pending on that keyed queue, submitted again.
+  case keyedResubmit = "keyed-resubmit"
+
+  /// The keys pending before a re-submission loop; each loop call submits one of them again.
+  static let resubmittedKeys = 1_000
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3, let workload = Workload(rawValue: arguments[1]),
+  let calls = Int(arguments[2]), calls > 0
+else {
+  let names = Workload.allCases.map(\.rawValue).joined(separator: "|")
+  print("usage: dpd-instructions \(names) CALLS")
+  exit(2)
+}
+
+let hour = Duration.seconds(3_600)
+
+let queue = DelayedPreemptiveDispatchQueue(label: "dpd-instructions")
+let keyed = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(label: "dpd-instructions.keyed") {
+  _, _ in
+}
+
+// Set-up, not counted: the burst that the queue's calls join, the keyed queue's armed timer
+// (key -1, never submitted again, and cancelled by `keyed-arm-cancel` too: a constant), and the keys that the re-submissions find pending.
+switch workload {
+case .queuePreempt:
+  queue.delay(for: hour) {}
+case .keyedArm, .keyedArmCancel:
+  keyed.delay(-1, for: hour)
+case .keyedResubmit:
+  for key in 0..<Workload.resubmittedKeys { keyed.delay(key, for: hour) }
+}
+
+/// The measured loop: never inlined, so that it is a function of its own for callgrind.
+@inline(never)
+func measuredLoop(
+  _ workload: Workload, calls: Int, queue: DelayedPreemptiveDispatchQueue,
+  keyed: KeyedDelayedPreemptiveDispatchQueue<Int, Void>
+) {
+  let hour = Duration.seconds(3_600)
+  let task: @Sendable () -> Void = {}
+  switch workload {
+  case .queuePreempt:
+    for _ in 0..<calls { queue.delay(for: hour, task: task) }
+  case .keyedArm:
+    for key in 0..<calls { keyed.delay(key, for: hour) }
+  case .keyedArmCancel:
+    for key in 0..<calls { keyed.delay(key, for: hour) }
+    keyed.cancelAll()
+  case .keyedResubmit:
+    var key = 0
+    for _ in 0..<calls {
+      keyed.delay(key, for: hour)
+      key += 1
+      if key == Workload.resubmittedKeys { key = 0 }
+    }
+  }
+}
+
+measuredLoop(workload, calls: calls, queue: queue, keyed: keyed)
+queue.cancel()
+keyed.cancelAll()
+print("\(workload.rawValue): \(calls) calls")
