@@ -146,7 +146,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
           }
         }
       },
-      arm: arm, becameIdle: resumeIdleWaiters)
+      arm: { arm($0) }, becameIdle: { resumeIdleWaiters() })
     return last
   }
 

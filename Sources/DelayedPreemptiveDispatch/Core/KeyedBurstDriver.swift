@@ -77,8 +77,20 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   mutating func delay(
     _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: AnyObject
   ) -> (DelayTicket, BurstEffects) {
-    let requested = book.durations.deadline(after: delay, from: now)
     var effects = BurstEffects()
+    let ticket = self.delay(key, delay, now: now, value: value, owner: owner, effects: &effects)
+    return (ticket, effects)
+  }
+
+  /// A submission; what the shell must do afterwards goes into `effects`, which the caller
+  /// keeps outside its lock (returning it with the ticket would copy it through the lock's
+  /// generic result on every call).
+  @inlinable
+  mutating func delay(
+    _ key: Key, _ delay: RequestedDelay, now: Tick, value: Value, owner: AnyObject,
+    effects: inout BurstEffects
+  ) -> DelayTicket {
+    let requested = book.durations.deadline(after: delay, from: now)
     // A pending key is updated in place through its index: no default value to build, and
     // no copy of its state. A new key's state is built aside and stored once.
     let result: BurstSlot<Value>.Submission
@@ -104,7 +116,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
     if let leading = result.leading { decide(leading, for: key, &effects) }
     if let timer = result.timer { schedule(timer, for: key, &effects) }
-    return (result.ticket, effects)
+    return result.ticket
   }
 
   @inlinable

@@ -83,6 +83,7 @@ final class DispatchCore: TicketOwner {
 
   /// Performs `effects` with the one interpreter: each decided run is a block on the queue,
   /// or, with `inline`, the first one runs right here (the timer's block, on the queue).
+  @inline(__always)
   private func perform(_ effects: BurstEffects, inline: Bool = false) {
     effects.perform(
       start: { count in
@@ -90,7 +91,7 @@ final class DispatchCore: TicketOwner {
           if inline && index == 0 { runNext() } else { queue.async { self.runNext() } }
         }
       },
-      arm: arm, becameIdle: group.leave)
+      arm: { arm($0) }, becameIdle: { group.leave() })
   }
 
   /// Runs the oldest decided run: blocks may execute in another order than the runs were

@@ -180,7 +180,7 @@ where C.Duration == Duration {
   /// key or for the runs are checked after every event, not only once idle.
   private func perform(_ effects: BurstEffects) {
     effects.perform(
-      start: { count in for _ in 0..<count { startWorker() } }, arm: arm, becameIdle: {})
+      start: { count in for _ in 0..<count { startWorker() } }, arm: { arm($0) }, becameIdle: {})
     resumeWaiters()
   }
 

@@ -63,10 +63,12 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   @inlinable
   func delay(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
     let now = timer.now()
-    let (ticket, effects) = state.withLock { state in
-      let result = state.driver.delay(key, delay, now: now, value: value, owner: self)
-      if result.1.becameBusy { group.enter() }
-      return result
+    var effects = BurstEffects()
+    let ticket = state.withLock { state in
+      let ticket = state.driver.delay(
+        key, delay, now: now, value: value, owner: self, effects: &effects)
+      if effects.becameBusy { group.enter() }
+      return ticket
     }
     perform(effects)
     return ticket
@@ -99,11 +101,11 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   @inlinable var footprint: (keys: Int, timers: Int) { state.withLock { $0.driver.footprint } }
 
   /// Performs `effects` with the one interpreter: each start is a worker block on the target.
-  @inlinable
+  @inlinable @inline(__always)
   func perform(_ effects: BurstEffects) {
     effects.perform(
       start: { count in for _ in 0..<count { runQueue.async { self.work() } } },
-      arm: arm, becameIdle: group.leave)
+      arm: { arm($0) }, becameIdle: { group.leave() })
   }
 
   /// A worker: runs batches of due runs until the driver has none left.
