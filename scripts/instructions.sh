@@ -91,12 +91,14 @@ per_call() {
 group() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }
 
 specs=(queue-preempt:100000 keyed-arm:50000 keyed-arm-cancel:50000 keyed-resubmit:50000)
-declare -A describe=(
-  [queue-preempt]='`DelayedPreemptiveDispatchQueue.delay(for:task:)` joining a pending burst'
-  [keyed-arm]='a new key on `KeyedDelayedPreemptiveDispatchQueue<Int, Void>`'
-  [keyed-arm-cancel]='a new key, plus its share of one `cancelAll()` after the last one'
-  [keyed-resubmit]='a pending key submitted again (1,000 keys pending)'
-)
+describe() {
+  case "$1" in
+    queue-preempt) echo '`DelayedPreemptiveDispatchQueue.delay(for:task:)` joining a pending burst' ;;
+    keyed-arm) echo 'a new key on `KeyedDelayedPreemptiveDispatchQueue<Int, Void>`' ;;
+    keyed-arm-cancel) echo 'a new key, plus its share of one `cancelAll()` after the last one' ;;
+    keyed-resubmit) echo 'a pending key submitted again (1,000 keys pending)' ;;
+  esac
+}
 
 rows=()
 for spec in "${specs[@]}"; do
@@ -104,14 +106,15 @@ for spec in "${specs[@]}"; do
   size="${spec##*:}"
   figure="$(per_call "$name" "$size")"
   printf '%-18s %10s\n' "$name" "$figure"
-  rows+=("| \`$name\`: ${describe[$name]} | $(group "$figure") | $(group "$size") |")
+  rows+=("| \`$name\`: $(describe "$name") | $(group "$figure") | $(group "$size") |")
 done
 
 [[ -n "$markdown" ]] || exit 0
 
 commit="$(git rev-parse --short HEAD)"
 if ! git diff --quiet HEAD -- Package.swift Sources; then commit="$commit, with local changes"; fi
-library="$(git log -1 --format=%h -- Sources/DelayedPreemptiveDispatch)"
+# The last commit that changed the library's code (its Swift files, not its docs).
+library="$(git log -1 --format=%h -- 'Sources/DelayedPreemptiveDispatch/*.swift')"
 swift_version="$(swift --version 2>/dev/null | sed -n 's/.*Swift version \([^ ]*\).*/\1/p' | head -1)"
 {
   cat <<'TEXT'
@@ -127,7 +130,7 @@ start-up and the first timer armed cancel out. Every delay is an hour, so no tim
 hashing is deterministic, so the figures repeat exactly.
 
 TEXT
-  echo "Measured on commit \`$commit\` (library sources as of \`$library\`), $(uname -m),"
+  echo "Measured on commit \`$commit\` (library code as of \`$library\`), $(uname -m),"
   echo "Swift $swift_version, $(valgrind --version)."
   echo
   echo "| workload, per call | instructions | N |"

@@ -18,7 +18,7 @@ import Testing
 /// has (Linux: the entries of `/proc/self/task`) and which thread it runs on. On an overcommit
 /// queue per instance, libdispatch runs them on hundreds of threads; on the global pool, on a
 /// few. The bound leaves room for threads that tests running beside these ones start.
-@Suite("Default target threads", .serialized, .tags(.realTime))
+@Suite("Default target threads", .serialized, .tags(.realTime), .realTimeLimit)
 struct DefaultTargetThreadTests {
   static let instances = 10_000
   /// Threads the firing may add to the process, and distinct threads its tasks may run on.

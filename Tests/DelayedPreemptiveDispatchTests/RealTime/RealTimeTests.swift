@@ -4,8 +4,9 @@ import Dispatch
 import Testing
 
 /// The real-time paths: `asyncAfter` for the queue, `ContinuousClock` for the actor. Each test
-/// checks "not before the deadline" strictly and "not after" with a margin of seconds.
-@Suite(.tags(.realTime)) struct RealTimeTests {
+/// checks "not before the deadline" strictly, and that the task runs eventually, with no bound
+/// on how late (the rule of `RealTime`).
+@Suite(.tags(.realTime), .realTimeLimit) struct RealTimeTests {
   static func elapsed(since start: DispatchTime) -> Double {
     Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
   }
@@ -17,10 +18,10 @@ import Testing
       ranAfter.append(Self.elapsed(since: start))
     }
     let ticket = queue.delay(0.05)
-    #expect(queue.wait(timeout: .now() + 10) == .success)
+    #expect(await RealTime.waitUntilIdle { queue.wait(timeout: $0) } == .success)
     #expect(await ticket.outcome == .executed)
     #expect(ranAfter.count == 1)
-    #expect(ranAfter.elements.allSatisfy { $0 >= 0.05 && $0 < 10 })
+    #expect(ranAfter.elements.allSatisfy { $0 >= 0.05 })
   }
 
   @Test func queueExtendKeepsTheLatestDeadlineInRealTime() async {
@@ -29,7 +30,7 @@ import Testing
     let queue = DelayedPreemptiveDispatchQueue(label: "real-time-extend")
     queue.delay(0.2) { ran.append("A") }
     queue.delay(0.05) { ran.append("B after \(Self.elapsed(since: start) >= 0.2)") }
-    #expect(queue.wait(timeout: .now() + 10) == .success)
+    #expect(await RealTime.waitUntilIdle { queue.wait(timeout: $0) } == .success)
     #expect(ran.elements == ["B after true"])
   }
 
@@ -39,7 +40,7 @@ import Testing
     queue.delay(0.02) { ran.append("cancelled") }
     queue.cancel()
     queue.delay(0.15) { ran.append("fresh") }
-    #expect(queue.wait(timeout: .now() + 10) == .success)
+    #expect(await RealTime.waitUntilIdle { queue.wait(timeout: $0) } == .success)
     #expect(ran.elements == ["fresh"])
   }
 
@@ -51,7 +52,7 @@ import Testing
     let ticket = await actor.delay(.milliseconds(50))
     #expect(await ticket.outcome == .executed)
     #expect(ranAfter.count == 1)
-    #expect(ranAfter.elements.allSatisfy { $0 >= .milliseconds(50) && $0 < .seconds(10) })
+    #expect(ranAfter.elements.allSatisfy { $0 >= .milliseconds(50) })
   }
 
   /// Clock domains stay apart: a queue on a `ManualClock` never reads real time, so real time
@@ -61,7 +62,7 @@ import Testing
     let ran = Recorder<String>()
     let queue = DelayedPreemptiveDispatchQueue(clock: clock) { ran.append("ran") }
     queue.delay(0.01)
-    #expect(queue.wait(timeout: .now() + 0.2) == .timedOut)
+    #expect(await offCooperativePool { queue.wait(timeout: .now() + 0.2) } == .timedOut)
     #expect(ran.all.isEmpty)
     await clock.advance(by: .milliseconds(10))
     #expect(ran.all == ["ran"])

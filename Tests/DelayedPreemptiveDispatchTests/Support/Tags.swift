@@ -1,7 +1,7 @@
 import Testing
 
 extension Tag {
-  /// Tests that wait on real time: a few, with margins that survive a loaded 2-core machine.
-  /// They assert "not before" strictly and "not after" loosely.
+  /// Tests that wait on real time. They follow the rule of `RealTime`: "not before" strictly,
+  /// "after" only eventually, and no waiting on a cooperative thread.
   @Tag static var realTime: Self
 }
