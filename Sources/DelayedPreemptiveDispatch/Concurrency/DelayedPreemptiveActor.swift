@@ -22,8 +22,8 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
 
   /// The clock as ticks: the driver runs on `Tick`, compiled and specialised once in this
   /// module, instead of on `C.Instant` through generic witnesses on every call.
-  private let timer: ClockTimer<C>
-  private let tolerance: Duration?
+  let timer: ClockTimer<C>
+  let tolerance: Duration?
   private var driver: Driver
   private var runs: ActorRuns
   /// Tasks suspended in ``wait()``.
@@ -127,7 +127,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     await withCheckedContinuation { idleWaiters.append($0) }
   }
 
-  private func timerFired(generation: UInt64) async {
+  func timerFired(generation: UInt64) async {
     await perform(driver.timerFired(at: timer.now(), generation: generation))?.value
   }
 
@@ -161,13 +161,8 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     for waiter in waiters { waiter.resume() }
   }
 
-  /// Delivers in a task, holding the actor weakly.
-  private func arm(_ request: TimerRequest) {
-    let generation = request.generation
-    timer.arm(
-      request, tolerance: tolerance,
-      delivery: .task { [weak self] in await self?.timerFired(generation: generation) },
-      install: { driver.install($0, generation: $1) })
+  func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
+    driver.install(handle, generation: generation)
   }
 }
 
@@ -177,6 +172,8 @@ extension DelayedPreemptiveActor where C == ContinuousClock {
     self.init(clock: ContinuousClock(), options: options, task: task)
   }
 }
+
+extension DelayedPreemptiveActor: ActorShell {}
 
 extension DelayedPreemptiveActor: TicketOwner {
   func synchronize(_ record: BurstRecord) async {

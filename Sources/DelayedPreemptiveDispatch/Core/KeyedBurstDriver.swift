@@ -47,8 +47,18 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @usableFromInline var workers = 0
   @usableFromInline var pendingCount = 0
 
-  @inlinable
-  init(options: DelayOptions, maxConcurrentTasks: Int?, cancelsStaleRuns: Bool = false) {
+  /// - Precondition: `maxConcurrentTasks`, when given, is at least 1; the message names the
+  ///   parameter and `instance`, the public type.
+  @usableFromInline
+  init(
+    options: DelayOptions, maxConcurrentTasks: Int?, cancelsStaleRuns: Bool = false,
+    instance: String = "KeyedBurstDriver"
+  ) {
+    if let maxConcurrentTasks {
+      requireArgument(
+        maxConcurrentTasks >= 1,
+        "\(instance): maxConcurrentTasks must be at least 1, got \(maxConcurrentTasks)")
+    }
     rules = BurstRules(options)
     workerLimit = maxConcurrentTasks ?? 64
     self.cancelsStaleRuns = cancelsStaleRuns

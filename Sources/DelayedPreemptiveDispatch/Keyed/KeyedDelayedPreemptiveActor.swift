@@ -30,8 +30,8 @@ where C.Duration == Duration {
   typealias Driver = KeyedBurstDriver<Key, Value>
   typealias Run = DecidedRun<Value>
 
-  private let timer: ClockTimer<C>
-  private let tolerance: Duration?
+  let timer: ClockTimer<C>
+  let tolerance: Duration?
   private let task: @Sendable (Key, Value) async -> Void
   private var driver: Driver
   /// With `cancelsRunningTask`: each key's run taken by a worker, to cancel on a new burst.
@@ -71,18 +71,12 @@ where C.Duration == Duration {
     clock: C, options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
     cancelsRunningTask: Bool, task: @escaping @Sendable (Key, Value) async -> Void
   ) {
-    if let maxConcurrentTasks {
-      requireArgument(
-        maxConcurrentTasks >= 1,
-        "KeyedDelayedPreemptiveActor: maxConcurrentTasks must be at least 1, got "
-          + "\(maxConcurrentTasks)")
-    }
     timer = ClockTimer(clock: clock)
     tolerance = options.tolerance
     self.task = task
     driver = Driver(
       options: options, maxConcurrentTasks: maxConcurrentTasks,
-      cancelsStaleRuns: cancelsRunningTask)
+      cancelsStaleRuns: cancelsRunningTask, instance: "KeyedDelayedPreemptiveActor")
     running = cancelsRunningTask ? LockBox([:]) : nil
   }
 
@@ -240,18 +234,13 @@ where C.Duration == Duration {
     running.withLock { $0[key] = nil }
   }
 
-  private func timerFired(generation: UInt64) async {
+  func timerFired(generation: UInt64) async {
     perform(driver.timerFired(at: timer.now(), generation: generation))
     await wait(until: .runsDrained)
   }
 
-  /// Delivers in a task, holding the actor weakly.
-  private func arm(_ request: TimerRequest) {
-    let generation = request.generation
-    timer.arm(
-      request, tolerance: tolerance,
-      delivery: .task { [weak self] in await self?.timerFired(generation: generation) },
-      install: { driver.install($0, generation: $1) })
+  func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
+    driver.install(handle, generation: generation)
   }
 }
 
@@ -286,6 +275,8 @@ extension KeyedDelayedPreemptiveActor where Value == Void {
     delay(key, for: duration, value: ())
   }
 }
+
+extension KeyedDelayedPreemptiveActor: ActorShell {}
 
 extension KeyedDelayedPreemptiveActor: TicketOwner {
   /// Keyed tickets learn every preemption as it happens; nothing to bring up to date.

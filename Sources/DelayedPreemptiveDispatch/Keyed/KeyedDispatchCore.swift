@@ -1,11 +1,5 @@
 import Dispatch
 
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#endif
-
 /// The working part of a ``KeyedDelayedPreemptiveDispatchQueue``: a ``KeyedBurstDriver`` under a
 /// lock, the one timer (its deliveries only decide, on a small serial queue), and worker blocks
 /// on the target that run due tasks in batches.
@@ -44,12 +38,6 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     drainsOnFire: Bool, options: DelayOptions, maxConcurrentTasks: Int?,
     task: @escaping @Sendable (Key, Value) -> Void
   ) {
-    if let maxConcurrentTasks {
-      requireArgument(
-        maxConcurrentTasks >= 1,
-        "KeyedDelayedPreemptiveDispatchQueue: maxConcurrentTasks must be at least 1, got "
-          + "\(maxConcurrentTasks)")
-    }
     runQueue = target ?? globalQueue(qos: qos)
     timerQueue = DispatchQueue(label: label, qos: qos, target: runQueue)
     self.timer = timer
@@ -57,7 +45,10 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     tolerance = options.tolerance
     self.task = task
     state = LockBox(
-      State(driver: Driver(options: options, maxConcurrentTasks: maxConcurrentTasks)))
+      State(
+        driver: Driver(
+          options: options, maxConcurrentTasks: maxConcurrentTasks,
+          instance: "KeyedDelayedPreemptiveDispatchQueue")))
   }
 
   @inlinable
@@ -177,34 +168,4 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   }
 
   func synchronize(_ record: BurstRecord) async {}
-}
-
-/// Which keyed core's tasks the current thread is running, in a thread-local slot.
-@usableFromInline
-enum WorkerThread {
-  private static let slot: pthread_key_t = {
-    var key = pthread_key_t()
-    let status = pthread_key_create(&key, nil)
-    precondition(status == 0, "pthread_key_create failed with \(status)")
-    return key
-  }()
-
-  @usableFromInline
-  static func mark(_ core: AnyObject?) {
-    pthread_setspecific(
-      slot, core.map { UnsafeRawPointer(Unmanaged.passUnretained($0).toOpaque()) })
-  }
-
-  static func isRunning(_ core: AnyObject) -> Bool {
-    pthread_getspecific(slot) == UnsafeMutableRawPointer(Unmanaged.passUnretained(core).toOpaque())
-  }
-}
-
-extension Array {
-  /// Returns the elements and leaves the array empty.
-  @inlinable
-  mutating func take() -> [Element] {
-    defer { self = [] }
-    return self
-  }
 }
