@@ -15,6 +15,12 @@ let probes: [String: () -> Void] = [
   "delay-nan": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.nan) {} },
   "delay-infinity": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.infinity) {} },
   "lockout-max-failures": { _ = PasscodeLockout(maxFailures: 0) },
+  "options-max-submissions": { _ = DelayOptions(maxSubmissions: 0) },
+  "queue-max-submissions": {
+    var options = DelayOptions()
+    options.maxSubmissions = -2
+    _ = DelayedPreemptiveDispatchQueue(label: "probe", options: options)
+  },
   "lockout-window": { _ = PasscodeLockout(window: .zero) },
   "lockout-duration": { _ = PasscodeLockout(lockoutDuration: .seconds(-1)) },
   "lockout-escalation-empty": { _ = PasscodeLockout(lockoutDurations: []) },

@@ -42,7 +42,7 @@ struct BurstDriver<Work: Sendable>: Sendable {
     effects: inout BurstEffects
   ) -> DelayTicket {
     let requested = book.durations.deadline(after: delay, from: now)
-    if slot.isPending {
+    if slot.isPending && rules.maxSubmissions == nil {
       let (ticket, timer, preempted) = slot.join(
         at: now, until: requested, work: work, rules: rules, ids: &book.ids)
       effects.preempted = preempted
@@ -51,9 +51,11 @@ struct BurstDriver<Work: Sendable>: Sendable {
     }
     let submission = slot.delay(
       at: now, until: requested, work: work, rules: rules, ids: &book.ids, owner: owner)
+    effects.preempted = submission.preempted
     if submission.started { book.burstStarted(&effects) }
     if let leading = submission.leading { decide(leading, &effects) }
     if let timer = submission.timer { book.arm(timer, &effects) }
+    if let (run, closing) = submission.completed { end(run, closing, &effects) }
     return submission.ticket
   }
 

@@ -18,6 +18,8 @@ struct BurstSlot<Work: Sendable>: Sendable {
     @usableFromInline var replacedLiveTimer = false
     /// The burst's record, when tasks await a ticket that this submission preempted.
     @usableFromInline var preempted: BurstRecord?
+    /// The submission reached `maxSubmissions`: the burst ended, as a flush ends it.
+    @usableFromInline var completed: (run: DecidedRun<Work>?, closing: BurstClosing)?
 
     @inlinable
     init(
@@ -64,6 +66,20 @@ struct BurstSlot<Work: Sendable>: Sendable {
       if let leading, let record = ledger.current {
         submission.leading = DecidedRun(work: leading, record: record, isLeading: true)
       }
+      return submission
+    case .completed(let seq, let started, let leading, let run, let end):
+      var submission: Submission
+      if started {
+        submission = Submission(
+          ticket: ledger.begin(seq: seq, leading: leading != nil, owner: owner), started: true)
+        if let leading, let record = ledger.current {
+          submission.leading = DecidedRun(work: leading, record: record, isLeading: true)
+        }
+      } else {
+        let (ticket, preempted) = ledger.join(seq: seq)
+        submission = Submission(ticket: ticket, preempted: preempted)
+      }
+      submission.completed = ended(run, end)
       return submission
     }
   }

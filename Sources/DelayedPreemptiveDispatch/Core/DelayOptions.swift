@@ -22,15 +22,32 @@ public struct DelayOptions: Sendable, Hashable {
   /// default) means zero for that rule and the clock's own leeway for sleeps; on the real-time
   /// GCD path, `asyncAfter` applies the system's leeway. A negative value counts as zero.
   public var tolerance: Duration?
+  /// A burst that has received this many submissions is due at once, as if its deadline had
+  /// passed, and the next submission starts a new burst. With ``leading``, the leading
+  /// submission counts. `nil` (the default) sets no bound.
+  ///
+  /// - Precondition: at least 1 when given; the instance that takes the options stops with a
+  ///   message naming `maxSubmissions` otherwise.
+  public var maxSubmissions: Int?
 
   /// Creates options; every parameter has the default described on its property.
   public init(
     deadlinePolicy: DeadlinePolicy = .extend, maxWait: Duration? = nil, leading: Bool = false,
-    tolerance: Duration? = nil
+    tolerance: Duration? = nil, maxSubmissions: Int? = nil
   ) {
+    if let maxSubmissions { Self.requireValid(maxSubmissions: maxSubmissions) }
     self.deadlinePolicy = deadlinePolicy
     self.maxWait = maxWait
     self.leading = leading
     self.tolerance = tolerance
+    self.maxSubmissions = maxSubmissions
+  }
+
+  /// Stops with a message naming the parameter when `maxSubmissions` is below 1.
+  static func requireValid(maxSubmissions: Int) {
+    requireArgument(
+      maxSubmissions >= 1,
+      "DelayOptions: maxSubmissions must be at least 1 (or nil for no bound), got "
+        + "\(maxSubmissions)")
   }
 }

@@ -126,6 +126,11 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     }
     if let leading = result.leading { decide(leading, for: key, &effects) }
     if let timer = result.timer { schedule(timer, for: key, &effects) }
+    if let (run, closing) = result.completed {
+      effects.close(closing)
+      if let run { decide(run, for: key, &effects) }
+      endBurst(of: key, &effects)
+    }
     return result.ticket
   }
 

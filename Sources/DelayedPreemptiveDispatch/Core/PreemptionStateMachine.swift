@@ -40,6 +40,9 @@ struct PreemptionStateMachine<Work> {
     /// The submission joined the pending burst, preempting every earlier non-leading one; arm
     /// `timer` if present.
     case joined(seq: UInt64, timer: TimerRequest?)
+    /// The submission reached `maxSubmissions` (it started the burst when `started`, and then
+    /// `leading` runs first): the burst ended at once, running `run` if present, as a flush.
+    case completed(seq: UInt64, started: Bool, leading: Work?, run: Work?, end: BurstEnd)
   }
 
   @usableFromInline
@@ -60,6 +63,8 @@ struct PreemptionStateMachine<Work> {
     @usableFromInline var leadingSeq: UInt64?
     @usableFromInline var quietDeadline: Tick
     @usableFromInline var maxWaitDeadline: Tick?
+    /// Submissions so far, the leading one included (`maxSubmissions`).
+    @usableFromInline var submissions: UInt32 = 1
 
     @inlinable
     init(lastSeq: UInt64, leadingSeq: UInt64?, quietDeadline: Tick, maxWaitDeadline: Tick?) {
@@ -108,12 +113,17 @@ struct PreemptionStateMachine<Work> {
         lastSeq: seq, leadingSeq: rules.leading ? seq : nil, quietDeadline: requested,
         maxWaitDeadline: rules.maxWaitNanoseconds.map { now.advanced(byNanoseconds: $0) })
       self.burst = burst
+      let leading = rules.leading ? lastWork : nil
+      if rules.maxSubmissions == 1 { return complete(burst, seq: seq, started: true, leading) }
       let adopts = liveTimer.map { $0.deadline <= burst.deadline } ?? false
       return .started(
-        seq: seq, timer: adopts ? nil : arm(burst.deadline, ids: &ids),
-        leading: rules.leading ? lastWork : nil)
+        seq: seq, timer: adopts ? nil : arm(burst.deadline, ids: &ids), leading: leading)
     }
     burst.lastSeq = seq
+    burst.submissions &+= 1
+    if let maxSubmissions = rules.maxSubmissions, burst.submissions >= maxSubmissions {
+      return complete(burst, seq: seq, started: false, nil)
+    }
     switch rules.deadlinePolicy {
     case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
     case .restart: burst.quietDeadline = requested
@@ -184,6 +194,18 @@ struct PreemptionStateMachine<Work> {
     return .ended(lastWork, BurstEnd(lastSeq: burst.lastSeq))
   }
 
+  /// `maxSubmissions` reached: the burst ends at once, as a flush would end it; its live timer
+  /// stays in flight, for a later burst to adopt.
+  @inlinable
+  mutating func complete(
+    _ burst: Burst, seq: UInt64, started: Bool, _ leading: Work?
+  ) -> DelayAction {
+    guard case .ended(let run, let end) = endWithRun(burst) else {
+      preconditionFailure("Internal inconsistency: completing \(burst) did not end it")
+    }
+    return .completed(seq: seq, started: started, leading: leading, run: run, end: end)
+  }
+
   @inlinable
   mutating func arm(_ deadline: Tick, ids: inout BurstIDs) -> TimerRequest {
     let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
@@ -218,9 +240,16 @@ struct BurstRules: Sendable {
   @usableFromInline let toleranceNanoseconds: Int64
   /// `tolerance` as given, for the clocks that take one.
   @usableFromInline let tolerance: Duration?
+  /// `maxSubmissions`; `nil` for no bound.
+  @usableFromInline let maxSubmissions: UInt32?
 
-  @inlinable
+  /// - Precondition: `options.maxSubmissions`, when given, is at least 1.
+  @usableFromInline
   init(_ options: DelayOptions) {
+    if let maxSubmissions = options.maxSubmissions {
+      DelayOptions.requireValid(maxSubmissions: maxSubmissions)
+    }
+    self.maxSubmissions = options.maxSubmissions.map { UInt32(clamping: $0) }
     deadlinePolicy = options.deadlinePolicy
     maxWaitNanoseconds = options.maxWait.map { max($0.saturatingNanoseconds, 0) }
     leading = options.leading

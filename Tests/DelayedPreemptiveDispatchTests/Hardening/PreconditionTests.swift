@@ -77,6 +77,14 @@ import Testing
     ("delay-nan", "delay(_:task:): seconds must be a finite number of seconds, got nan"),
     ("delay-infinity", "delay(_:task:): seconds must be a finite number of seconds, got inf"),
     ("lockout-max-failures", "PasscodeLockout: maxFailures must be at least 1, got 0"),
+    (
+      "options-max-submissions",
+      "DelayOptions: maxSubmissions must be at least 1 (or nil for no bound), got 0"
+    ),
+    (
+      "queue-max-submissions",
+      "DelayOptions: maxSubmissions must be at least 1 (or nil for no bound), got -2"
+    ),
     ("lockout-window", "PasscodeLockout: window must be positive, got 0.0 seconds"),
     ("lockout-duration", "PasscodeLockout: lockoutDuration must be positive, got -1.0 seconds"),
     ("lockout-escalation-empty", "PasscodeLockout: lockoutDurations must not be empty"),

@@ -207,4 +207,52 @@ import Testing
       log.all == ["A cancelled: \(cancels)", "B cancelled: \(cancels)", "C cancelled: false"])
     #expect(await last.outcome == .executed)
   }
+
+  /// `maxSubmissions`: the burst that reaches it runs at once, and the next submission starts a
+  /// new burst.
+  @Test(arguments: ShellKind.allCases)
+  func maxSubmissionsRunsTheBurstAtOnce(_ kind: ShellKind) async {
+    let shell = make(kind, DelayOptions(maxSubmissions: 3))
+    let first = await shell.delay(.seconds(10), "A")
+    await shell.delay(.seconds(10), "B")
+    let third = await shell.delay(.seconds(10), "C")
+    #expect(await third.outcome == .executed)
+    #expect(await first.outcome == .preempted)
+    #expect(ran.all == ["C"])
+    #expect(await !shell.isPending)
+    await shell.delay(.seconds(10), "D")
+    #expect(await shell.isPending)
+    await clock.advance(by: .seconds(10))
+    #expect(ran.all == ["C", "D"])
+  }
+
+  /// With `leading`, the leading submission counts towards `maxSubmissions`.
+  @Test(arguments: ShellKind.allCases)
+  func maxSubmissionsCountsTheLeadingSubmission(_ kind: ShellKind) async {
+    let shell = make(kind, DelayOptions(leading: true, maxSubmissions: 2))
+    #expect(await shell.delay(.seconds(10), "A").outcome == .executed)
+    #expect(await shell.delay(.seconds(10), "B").outcome == .executed)
+    #expect(ran.all == ["A", "B"])
+    #expect(await !shell.isPending)
+    let single = kind.make(
+      clock: clock, options: DelayOptions(leading: true, maxSubmissions: 1), ran: ran)
+    #expect(await single.delay(.seconds(10), "C").outcome == .executed)
+    #expect(await !single.isPending)
+    await clock.advance(by: .seconds(10))
+    #expect(ran.all == ["A", "B", "C"])
+  }
+
+  /// With `maxWait`, whichever comes first ends the burst.
+  @Test(arguments: ShellKind.allCases)
+  func maxSubmissionsOrMaxWaitWhicheverComesFirst(_ kind: ShellKind) async {
+    let shell = make(kind, DelayOptions(maxWait: .seconds(1), maxSubmissions: 4))
+    for name in ["A", "B", "C"] {
+      await shell.delay(.milliseconds(500), name)
+      await clock.advance(by: .milliseconds(400))
+    }
+    #expect(ran.all == ["C"])  // maxWait at 1.0 s, before a fourth submission
+    for name in ["D", "E", "F", "G"] { await shell.delay(.milliseconds(500), name) }
+    await shell.wait()
+    #expect(ran.all == ["C", "G"])  // four submissions at 1.2 s, before maxWait
+  }
 }

@@ -14,6 +14,7 @@ import Testing
       var quietDeadline: Int64
       var leadingSeq: UInt64?
       var lastSeq: UInt64
+      var submissions = 1
     }
 
     let options: DelayOptions
@@ -43,13 +44,18 @@ import Testing
           runs.append(.init(work: lastWork, at: now))
           outcomes[seq] = .executed
         }
+        if options.maxSubmissions == 1 { endBurst(running: true, at: now) }
         return
       }
       if current.lastSeq != current.leadingSeq { outcomes[current.lastSeq] = .preempted }
       current.lastSeq = seq
+      current.submissions += 1
       current.quietDeadline =
         options.deadlinePolicy == .extend ? max(current.quietDeadline, requested) : requested
       burst = current
+      if let maxSubmissions = options.maxSubmissions, current.submissions >= maxSubmissions {
+        endBurst(running: true, at: now)
+      }
     }
 
     mutating func endBurst(running: Bool, at instant: Int64) {
@@ -90,7 +96,8 @@ import Testing
       deadlinePolicy: Bool.random(using: &random) ? .extend : .restart,
       maxWait: Bool.random(using: &random)
         ? nil : .seconds(Int64.random(in: 0...3, using: &random)),
-      leading: Int.random(in: 0..<4, using: &random) == 0)
+      leading: Int.random(in: 0..<4, using: &random) == 0,
+      maxSubmissions: Bool.random(using: &random) ? nil : Int.random(in: 1...5, using: &random))
   }
 
   /// Runs one sequence; returns a description of the first divergence, or nil.
@@ -168,5 +175,19 @@ import Testing
     #expect(model.runs.isEmpty)
     model.advance(by: 400)
     #expect(model.runs == [.init(work: "A", at: 500)])
+  }
+
+  /// The model follows `maxSubmissions` too: the burst that reaches it runs at once, and the
+  /// leading submission counts.
+  @Test func referenceModelEndsABurstAtMaxSubmissions() {
+    var model = ReferenceModel(options: DelayOptions(maxSubmissions: 3), lastWork: "A")
+    for _ in 0..<3 { model.delay(500, nil) }
+    #expect(model.runs == [.init(work: "A", at: 0)])
+    #expect(model.burst == nil)
+    var leading = ReferenceModel(
+      options: DelayOptions(leading: true, maxSubmissions: 2), lastWork: "A")
+    leading.delay(500, nil)
+    leading.delay(500, "B")
+    #expect(leading.runs == [.init(work: "A", at: 0), .init(work: "B", at: 0)])
   }
 }
