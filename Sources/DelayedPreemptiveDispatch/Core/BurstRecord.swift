@@ -22,6 +22,9 @@ struct BurstRecordState {
   /// creates records in client code, need not see the protocol.
   weak var owner: AnyObject?
   let leadingSeq: UInt64?
+  /// The burst keeps every value (`combine`): no submission is preempted, and every one but
+  /// the leading one resolves with the burst's end.
+  let keepsAll: Bool
   var leadingFinished = false
   /// Every non-leading submission below this one is known to be preempted.
   var preemptedBelow: UInt64 = 0
@@ -35,6 +38,7 @@ struct BurstRecordState {
   func outcome(of seq: UInt64) -> DelayOutcome? {
     if seq == leadingSeq { return leadingFinished ? .executed : nil }
     if closed {
+      if keepsAll { return lastSeq == nil ? .preempted : lastOutcome }
       guard seq == lastSeq else { return .preempted }
       return lastOutcome
     }
@@ -58,8 +62,8 @@ struct BurstRecordState {
 
 extension LockBox where State == BurstRecordState {
   @usableFromInline
-  convenience init(owner: AnyObject, leadingSeq: UInt64?) {
-    self.init(BurstRecordState(owner: owner, leadingSeq: leadingSeq))
+  convenience init(owner: AnyObject, leadingSeq: UInt64?, keepsAll: Bool = false) {
+    self.init(BurstRecordState(owner: owner, leadingSeq: leadingSeq, keepsAll: keepsAll))
   }
 
   /// Records that every non-leading submission below `seq` was preempted, without resuming

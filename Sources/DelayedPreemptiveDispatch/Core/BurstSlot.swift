@@ -38,9 +38,19 @@ struct BurstSlot<Work: Sendable>: Sendable {
   @usableFromInline var ledger: TicketLedger
 
   @inlinable
-  init(work: Work?, reportsPreemptionAlways: Bool = false) {
+  init(work: Work?, reportsPreemptionAlways: Bool = false, keepsAll: Bool = false) {
     machine = Machine(work: work)
-    ledger = TicketLedger(reportsAlways: reportsPreemptionAlways)
+    ledger = TicketLedger(reportsAlways: reportsPreemptionAlways, keepsAll: keepsAll)
+  }
+
+  /// With `combine`: takes the pending burst's value out, for the shell to merge the next
+  /// submission into outside its lock; `nil` when nothing is pending or the burst has only its
+  /// leading submission (the trailing value starts afresh). The machine has no value until the
+  /// next ``delay(at:until:work:rules:ids:owner:)`` gives it the merged one.
+  @inlinable
+  mutating func takeValueToCombine() -> Work? {
+    guard let burst = machine.burst, burst.hasTrailingSubmission else { return nil }
+    return machine.lastWork.take()
   }
 
   @inlinable var isPending: Bool { machine.isPending }

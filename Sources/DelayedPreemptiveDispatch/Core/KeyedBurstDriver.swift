@@ -37,6 +37,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// `cancelsRunningTask`: a new burst of a key makes every unfinished run of its earlier
   /// bursts stale (``DecidedRun/isStale``).
   @usableFromInline let cancelsStaleRuns: Bool
+  /// `combine`: bursts keep every value, and no submission is preempted.
+  @usableFromInline let keepsEveryValue: Bool
   /// Counters, durations, the busy count, the ready keys (oldest decision first) and the one
   /// armed timer: the bookkeeping every driver shares.
   @usableFromInline var book = BurstBook<Key>()
@@ -52,7 +54,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @usableFromInline
   init(
     options: DelayOptions, maxConcurrentTasks: Int?, cancelsStaleRuns: Bool = false,
-    instance: String = "KeyedBurstDriver"
+    keepsEveryValue: Bool = false, instance: String = "KeyedBurstDriver"
   ) {
     if let maxConcurrentTasks {
       requireArgument(
@@ -62,6 +64,16 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     rules = BurstRules(options)
     workerLimit = maxConcurrentTasks ?? 64
     self.cancelsStaleRuns = cancelsStaleRuns
+    self.keepsEveryValue = keepsEveryValue
+  }
+
+  /// With `combine`: the value of `key`'s pending burst, taken out for the shell to merge the
+  /// next submission into (outside its lock); the shell then submits the merged value, before
+  /// anything can end the burst. `nil` when the key has no burst to merge into.
+  @inlinable
+  mutating func takeValueToCombine(_ key: Key) -> Value? {
+    guard let position = keys.position(of: key) else { return nil }
+    return keys[at: position].slot.takeValueToCombine()
   }
 
   @inlinable
@@ -113,7 +125,8 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         keys[at: position].staleDecided = keys[at: position].decided.count
       }
     } else {
-      var state = KeyState(slot: BurstSlot(work: nil, reportsPreemptionAlways: true))
+      var state = KeyState(
+        slot: BurstSlot(work: nil, reportsPreemptionAlways: true, keepsAll: keepsEveryValue))
       result = state.slot.delay(
         at: now, until: requested, work: value, rules: rules, ids: &book.ids, owner: owner)
       keys.insert(state, for: key)

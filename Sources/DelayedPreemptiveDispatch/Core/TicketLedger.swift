@@ -10,16 +10,19 @@ struct TicketLedger: Sendable {
   /// Reports every preemption at once, for owners that cannot find a burst from its record
   /// (the keyed shells: one record per key's burst).
   @usableFromInline let reportsAlways: Bool
+  /// The bursts keep every value (`combine`): a later submission preempts none.
+  @usableFromInline let keepsAll: Bool
 
   @inlinable
-  init(reportsAlways: Bool = false) {
+  init(reportsAlways: Bool = false, keepsAll: Bool = false) {
     self.reportsAlways = reportsAlways
+    self.keepsAll = keepsAll
   }
 
   /// Starts the record of a new burst and returns the ticket of its first submission.
   @inlinable
   mutating func begin(seq: UInt64, leading: Bool, owner: AnyObject) -> DelayTicket {
-    let record = BurstRecord(owner: owner, leadingSeq: leading ? seq : nil)
+    let record = BurstRecord(owner: owner, leadingSeq: leading ? seq : nil, keepsAll: keepsAll)
     current = record
     reportsPreemption = reportsAlways
     return DelayTicket(record: record, seq: seq)
@@ -33,7 +36,7 @@ struct TicketLedger: Sendable {
     guard let current else {
       preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
     }
-    let waiting = reportsPreemption && current.notePreempted(below: seq)
+    let waiting = reportsPreemption && !keepsAll && current.notePreempted(below: seq)
     return (DelayTicket(record: current, seq: seq), waiting ? current : nil)
   }
 

@@ -33,6 +33,8 @@ where C.Duration == Duration {
   let timer: ClockTimer<C>
   let tolerance: Duration?
   private let task: @Sendable (Key, Value) async -> Void
+  /// `combine`, run in the actor's isolation: never concurrently, and under no lock.
+  private let combine: (@Sendable (inout Value, Value) -> Void)?
   private var driver: Driver
   /// With `cancelsRunningTask`: each key's run taken by a worker, to cancel on a new burst.
   private let running: LockBox<[Key: RunningRun]>?
@@ -71,12 +73,39 @@ where C.Duration == Duration {
     clock: C, options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
     cancelsRunningTask: Bool, task: @escaping @Sendable (Key, Value) async -> Void
   ) {
+    self.init(
+      clock: clock, options: options, maxConcurrentTasks: maxConcurrentTasks,
+      cancelsRunningTask: cancelsRunningTask, combine: nil, task: task)
+  }
+
+  /// Creates a keyed actor whose bursts keep every value: a burst's value starts as its first
+  /// submission's, and `combine` merges every later submission of the burst into it, in order.
+  /// The rules are those of
+  /// ``KeyedDelayedPreemptiveDispatchQueue/init(label:qos:target:options:maxConcurrentTasks:combine:task:)``;
+  /// `combine` runs in the actor's isolation, inside `delay`.
+  public init(
+    clock: C, options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
+    combine: @escaping @Sendable (_ value: inout Value, _ next: Value) -> Void,
+    task: @escaping @Sendable (Key, Value) async -> Void
+  ) {
+    self.init(
+      clock: clock, options: options, maxConcurrentTasks: maxConcurrentTasks,
+      cancelsRunningTask: false, combine: combine, task: task)
+  }
+
+  private init(
+    clock: C, options: DelayOptions, maxConcurrentTasks: Int?, cancelsRunningTask: Bool,
+    combine: (@Sendable (inout Value, Value) -> Void)?,
+    task: @escaping @Sendable (Key, Value) async -> Void
+  ) {
+    self.combine = combine
     timer = ClockTimer(clock: clock)
     tolerance = options.tolerance
     self.task = task
     driver = Driver(
       options: options, maxConcurrentTasks: maxConcurrentTasks,
-      cancelsStaleRuns: cancelsRunningTask, instance: "KeyedDelayedPreemptiveActor")
+      cancelsStaleRuns: cancelsRunningTask, keepsEveryValue: combine != nil,
+      instance: "KeyedDelayedPreemptiveActor")
     running = cancelsRunningTask ? LockBox([:]) : nil
   }
 
@@ -88,6 +117,11 @@ where C.Duration == Duration {
   /// submission. Zero or negative means "due now".
   @discardableResult
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
+    var value = value
+    if let combine, var merged = driver.takeValueToCombine(key) {
+      combine(&merged, value)
+      swap(&value, &merged)
+    }
     let (ticket, effects) = driver.delay(
       key, .duration(duration), now: timer.now(), value: value, owner: self)
     if effects.startedBurst, let running {
@@ -257,6 +291,18 @@ private enum RunningRun: Sendable {
 }
 
 extension KeyedDelayedPreemptiveActor where C == ContinuousClock {
+  /// Creates a keyed actor that keeps every value of a burst with `combine`, whose timer
+  /// follows real time on `ContinuousClock`.
+  public init(
+    options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,
+    combine: @escaping @Sendable (_ value: inout Value, _ next: Value) -> Void,
+    task: @escaping @Sendable (Key, Value) async -> Void
+  ) {
+    self.init(
+      clock: ContinuousClock(), options: options, maxConcurrentTasks: maxConcurrentTasks,
+      combine: combine, task: task)
+  }
+
   /// Creates a keyed actor whose timer follows real time on `ContinuousClock`.
   public init(
     options: DelayOptions = DelayOptions(), maxConcurrentTasks: Int? = nil,

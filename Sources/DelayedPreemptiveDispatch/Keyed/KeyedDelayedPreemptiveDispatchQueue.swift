@@ -80,6 +80,58 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
       options: options, maxConcurrentTasks: maxConcurrentTasks, task: task)
   }
 
+  /// Creates a keyed queue whose bursts keep every value: a burst's value starts as its first
+  /// submission's, and `combine` merges every later submission of the burst into it, in
+  /// order; the task receives the result.
+  ///
+  /// `combine` runs synchronously inside `delay`, once per submission after the first, never
+  /// concurrently for one instance, and never under the lock that the instance's state and
+  /// workers need. It must not call back into the instance. With `combine`, no submission is
+  /// preempted: every submission whose value reached a run resolves `.executed` once that run
+  /// has returned. With `leading`, the leading run receives the first value alone and the
+  /// trailing run the combination of the later ones; a submission that arrives while the key's
+  /// task runs starts a new burst with its own value; `cancel` drops the combined value;
+  /// `maxSubmissions` bounds how many values one burst combines.
+  ///
+  /// ```swift
+  /// let reindex = KeyedDelayedPreemptiveDispatchQueue<String, [String]>(
+  ///   combine: { $0 += $1 }
+  /// ) { document, edits in
+  ///   print("reindex \(document) after \(edits.count) edits")
+  /// }
+  /// reindex.delay("readme", 2.0, value: ["title"])
+  /// reindex.delay("readme", 2.0, value: ["intro"])  // one reindex, with both edits
+  /// ```
+  ///
+  /// An appending `combine` such as `{ $0 += $1 }` keeps each submission O(1) amortised: the
+  /// burst's value is merged in place, never copied per submission.
+  public init(
+    label: String = "KeyedDelayedPreemptiveDispatchQueue", qos: DispatchQoS = .unspecified,
+    target: DispatchQueue? = nil, options: DelayOptions = DelayOptions(),
+    maxConcurrentTasks: Int? = nil,
+    combine: @escaping @Sendable (_ value: inout Value, _ next: Value) -> Void,
+    task: @escaping @Sendable (Key, Value) -> Void
+  ) {
+    core = KeyedDispatchCore(
+      label: label, qos: qos, target: target, timer: DispatchTimeTimer(), drainsOnFire: false,
+      options: options, maxConcurrentTasks: maxConcurrentTasks, combine: combine, task: task)
+  }
+
+  /// Creates a keyed queue that keeps every value of a burst (see
+  /// ``init(label:qos:target:options:maxConcurrentTasks:combine:task:)``), with its timer on
+  /// `clock`.
+  public init<C: Clock>(
+    label: String = "KeyedDelayedPreemptiveDispatchQueue", qos: DispatchQoS = .unspecified,
+    target: DispatchQueue? = nil, clock: C, options: DelayOptions = DelayOptions(),
+    maxConcurrentTasks: Int? = nil,
+    combine: @escaping @Sendable (_ value: inout Value, _ next: Value) -> Void,
+    task: @escaping @Sendable (Key, Value) -> Void
+  ) where C.Duration == Duration {
+    core = KeyedDispatchCore(
+      label: label, qos: qos, target: target, timer: ClockTimer(clock: clock), drainsOnFire: true,
+      options: options, maxConcurrentTasks: maxConcurrentTasks, combine: combine, task: task)
+  }
+
   deinit {
     core.release()
   }

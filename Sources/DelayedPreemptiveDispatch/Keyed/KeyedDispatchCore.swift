@@ -31,13 +31,22 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   @usableFromInline let tolerance: Duration?
   @usableFromInline let task: @Sendable (Key, Value) -> Void
   @usableFromInline let state: LockBox<State>
+  /// `combine`, and the gate that keeps it from running concurrently: every call that can end
+  /// a burst passes through the gate, so a burst's value, taken out of the driver for the
+  /// merge, is back before anything can run or drop it. `combine` runs under the gate only,
+  /// never under `state`'s lock, which workers need.
+  @usableFromInline let combine: (@Sendable (inout Value, Value) -> Void)?
+  @usableFromInline let gate: LockBox<Void>?
 
   @usableFromInline
   init(
     label: String, qos: DispatchQoS, target: DispatchQueue?, timer: any BurstTimer,
     drainsOnFire: Bool, options: DelayOptions, maxConcurrentTasks: Int?,
+    combine: (@Sendable (inout Value, Value) -> Void)? = nil,
     task: @escaping @Sendable (Key, Value) -> Void
   ) {
+    self.combine = combine
+    gate = combine == nil ? nil : LockBox(())
     runQueue = target ?? globalQueue(qos: qos)
     timerQueue = DispatchQueue(label: label, qos: qos, target: runQueue)
     self.timer = timer
@@ -48,11 +57,30 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       State(
         driver: Driver(
           options: options, maxConcurrentTasks: maxConcurrentTasks,
-          instance: "KeyedDelayedPreemptiveDispatchQueue")))
+          keepsEveryValue: combine != nil, instance: "KeyedDelayedPreemptiveDispatchQueue")))
   }
 
   @inlinable
   func delay(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
+    guard let combine else { return submit(key, delay, value: value) }
+    return gated {
+      guard var merged = state.withLock({ $0.driver.takeValueToCombine(key) }) else {
+        return submit(key, delay, value: value)
+      }
+      combine(&merged, value)
+      return submit(key, delay, value: merged)
+    }
+  }
+
+  /// Runs `body` through the gate when the instance combines values, else at once.
+  @inlinable
+  func gated<Result>(_ body: () -> Result) -> Result {
+    guard let gate else { return body() }
+    return gate.withLock { _ in body() }
+  }
+
+  @inlinable
+  func submit(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
     let now = timer.now()
     var effects = BurstEffects()
     let ticket = state.withLock { state in
@@ -76,15 +104,15 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
   }
 
   @inlinable
-  func cancel(_ key: Key) { perform(state.withLock { $0.driver.cancel(key) }) }
+  func cancel(_ key: Key) { gated { perform(state.withLock { $0.driver.cancel(key) }) } }
   @inlinable
-  func cancelAll() { perform(state.withLock { $0.driver.cancelAll() }) }
+  func cancelAll() { gated { perform(state.withLock { $0.driver.cancelAll() }) } }
   @inlinable
-  func flush(_ key: Key) { perform(state.withLock { $0.driver.flush(key) }) }
+  func flush(_ key: Key) { gated { perform(state.withLock { $0.driver.flush(key) }) } }
   @inlinable
-  func flushAll() { perform(state.withLock { $0.driver.flushAll() }) }
+  func flushAll() { gated { perform(state.withLock { $0.driver.flushAll() }) } }
   @inlinable
-  func release() { perform(state.withLock { $0.driver.release() }) }
+  func release() { gated { perform(state.withLock { $0.driver.release() }) } }
 
   @inlinable
   func isPending(_ key: Key) -> Bool { state.withLock { $0.driver.isPending(key) } }
@@ -125,6 +153,11 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
 
   @inlinable
   func timerFired(generation: UInt64) {
+    gated { timerFiredUngated(generation: generation) }
+  }
+
+  @inlinable
+  func timerFiredUngated(generation: UInt64) {
     let now = timer.now()
     // Due bursts end in chunks, with the lock released in between, so that workers start on
     // the first runs while later ones are still being decided.
