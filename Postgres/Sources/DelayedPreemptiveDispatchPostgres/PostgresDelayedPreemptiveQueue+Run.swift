@@ -24,8 +24,9 @@ extension PostgresDelayedPreemptiveQueue {
   /// (thrown, or never ended because its worker died or lost the lease) is kept in
   /// ``failures()``.
   ///
-  /// The worker sleeps until the earliest deadline it knows of. A submission that makes a
-  /// deadline earlier, and every ``flush(_:)``, wake it through LISTEN/NOTIFY; `safetyPoll`
+  /// The worker sleeps until the earliest deadline it knows of. A submission that makes the
+  /// earliest deadline earlier, a ``flush(_:)`` that finds a pending burst and a
+  /// ``retryFailure(_:)`` that finds a kept failure wake it through LISTEN/NOTIFY; `safetyPoll`
   /// bounds the sleep in case a wake-up is missed.
   ///
   /// Outages: a database restart, a failover or dropped connections never end `run`.

@@ -61,8 +61,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// as the one before, up to five minutes. Default: one second.
   public var retryBackoff: Duration = .seconds(1)
   /// The longest a sleeping worker waits before it looks for due work again, in case a wake-up
-  /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline). Default:
-  /// one second.
+  /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline earlier,
+  /// when ``flush(_:)`` finds a pending burst, and when ``retryFailure(_:)`` finds a kept
+  /// failure). Default: one second.
   public var safetyPoll: Duration = .seconds(1)
   /// The longest any call waits for the database, in fact and not only in the message: a call
   /// that got no connection by then throws
@@ -262,8 +263,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// Makes the key's pending burst due now and wakes the workers; returns whether there was
-  /// one. A burst waiting behind a running one becomes due when that run has finished.
+  /// Makes the key's pending burst due now and, when there was one, wakes the workers; returns
+  /// whether there was one. A burst waiting behind a running one becomes due when that run has
+  /// finished. For a key without a pending burst (unknown, failed for good, or running with no
+  /// submission since its claim) it changes nothing and sends no NOTIFY.
   ///
   /// Throws as ``cancel(_:)`` does.
   @discardableResult public func flush(_ key: String) async throws -> Bool {
