@@ -44,7 +44,8 @@ struct DelayStatement: PostgresPreparedStatement {
     """
 
   /// A submission starts a new burst when the key's last one failed for good, or when it is
-  /// running and no submission arrived since its claim (P3: it runs after the running one).
+  /// running and no submission arrived since its claim (it runs after the running one: runs of
+  /// one key never overlap).
   private static let freshBurst =
     "(b.failed OR (b.claim IS NOT NULL AND b.generation = b.claimed_generation))"
   /// `.restart` sets the deadline, `.extend` only moves it later; `maxWait` bounds both.
@@ -93,9 +94,10 @@ let wakeChannel = "dpd_wake"
 
 /// Claims up to `limit` due rows (waiting past their deadline, or running with an expired
 /// lease), skipping rows that another replica is claiming at this moment. Each claim counts as
-/// an attempt (P11) and takes a fence from the sequence `dpd_fence`. A row whose lease ran out
-/// after its `maxAttempts`-th run (its worker died or lost the lease every time) is kept as
-/// failed instead of run again: it comes back with `exhausted` set, and is not claimed.
+/// an attempt, when it is made, and takes a fence from the sequence `dpd_fence`. A row whose
+/// lease ran out after its `maxAttempts`-th run (its worker died or lost the lease every time)
+/// is kept as failed instead of run again: it comes back with `exhausted` set, and is not
+/// claimed.
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
@@ -170,9 +172,10 @@ struct ClaimedBurst: Sendable {
 
 /// The end of successful runs, in one batch: deletes each row whose generation did not move
 /// since its claim, and releases the others as the waiting bursts that their submissions
-/// started (P3). A claim that was taken over (expired lease) matches nothing: the claims it
-/// returns are those whose end was recorded. It locks its rows in key order first, as the
-/// renewal and the upsert do, so that they cannot deadlock.
+/// started, which can be claimed only now (runs of one key never overlap). A claim that was
+/// taken over (expired lease) matches nothing: the claims it returns are those whose end was
+/// recorded. It locks its rows in key order first, as the renewal and the upsert do, so that
+/// they cannot deadlock.
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = UUID
 

@@ -2,7 +2,8 @@ import Foundation
 import PostgresNIO
 
 /// Why a connection to the database failed, in the words of the server or the network: what
-/// ``ConnectionProbe`` reports, for the queue's `databaseUnreachable` error (rule P12).
+/// ``ConnectionProbe`` reports, for the queue's `databaseUnreachable` error, so that a refused
+/// connection fails the call with its reason.
 struct ConnectionFailure: Sendable, Hashable {
   /// A short sentence, for example `password authentication failed for user "app" (SQLSTATE
   /// 28P01)` or `connection refused`. Never contains the password.

@@ -7,7 +7,8 @@ import PostgresNIO
 /// waiting, so a request never learns that the password is wrong or the database missing: it just
 /// waits. When a request has waited a while for a connection, the queue asks the probe, which
 /// connects once with the same configuration, closes the connection at once, and reports what the
-/// server or the network said (rule P12: such a failure comes with its reason, at once).
+/// server or the network said (a refused connection fails the call with its reason, at once,
+/// not after `connectionTimeout`).
 ///
 /// ```swift
 /// let probe = ConnectionProbe(configuration: configuration)

@@ -1,5 +1,5 @@
-/// Returns `url` with its password replaced by `***`, for error messages and log lines (rule P12:
-/// no message ever contains a password).
+/// Returns `url` with its password replaced by `***`, for error messages and log lines (no
+/// message ever contains a password).
 ///
 /// `postgres://app:s3cret@db/app` becomes `postgres://app:***@db/app`. When in doubt, more goes:
 /// if the user name holds a `/`, `?` or `#`, so that the credentials cannot be told apart from

@@ -8,7 +8,7 @@ public struct PostgresBurstFailure<Value: Codable & Sendable>: Sendable {
   public var key: String
   /// The burst's last value: the one the handler was given.
   public var value: Value
-  /// How many runs the burst had: each claim counts (P11), also a run whose worker died or
+  /// How many runs the burst had: each claim counts, also a run whose worker died or
   /// lost its lease.
   public var attempts: Int
   /// `String(describing:)` of the handler's last error, or, when the last run never ended,

@@ -14,9 +14,10 @@
 public struct PostgresBurstRun<Value: Codable & Sendable>: Sendable {
   /// The burst's key.
   public var key: String
-  /// The burst's last value (P2).
+  /// The burst's last value: later submissions of the burst replaced earlier ones.
   public var value: Value
-  /// 1 for the burst's first run; counts retries and re-runs after a lost lease (P11).
+  /// 1 for the burst's first run; counts retries and re-runs after a lost lease: every claim
+  /// counts as an attempt, also one whose worker died.
   public var attempt: Int
   /// Strictly greater than the fence of every earlier claim of this key, on any replica, also
   /// after the key's row was deleted and created again: each claim takes the next value of one

@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// worker claims no more bursts, waits for the handlers in flight (they are not cancelled; a
 /// handler that wants to stop early can itself await `gracefulShutdown()`), records their ends,
 /// and returns. Bursts that are due meanwhile stay pending for the next worker. It survives
-/// database outages as `run` does (P7), and throws only what `run` throws: what retrying cannot
+/// database outages as `run` does, and throws only what `run` throws: what retrying cannot
 /// heal.
 ///
 /// Put the `PostgresClient` before the worker in the group: a group shuts its services down in

@@ -10,7 +10,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// Handlers run in tasks of their own, concurrently for different keys. While a handler runs,
   /// and until its end is recorded, its lease is renewed every third of `lease`, in one
   /// statement for all the runs of this worker. Runs of one key never overlap while every
-  /// replica reaches the database within its lease (P3). When this worker cannot renew a lease
+  /// replica reaches the database within its lease. When this worker cannot renew a lease
   /// (another replica took the burst over, or the database could not be reached for what was
   /// left of the lease, or this process was paused), it cancels that handler's task as soon as
   /// it learns of it, at the latest one renewal interval after it can run again, and logs a
@@ -19,16 +19,17 @@ extension PostgresDelayedPreemptiveQueue {
   /// handler makes its writes elsewhere safe against such a stale run with
   /// ``PostgresBurstRun/fence``.
   ///
-  /// Every claim counts as an attempt (P11). A handler that throws is retried after
+  /// Every claim counts as an attempt. A handler that throws is retried after
   /// `retryBackoff`, doubling each time; a burst that had `maxAttempts` runs without success
   /// (thrown, or never ended because its worker died or lost the lease) is kept in
-  /// ``failures()`` (P5).
+  /// ``failures()``.
   ///
-  /// The worker sleeps until the earliest deadline it knows of. A submission that makes a
-  /// deadline earlier, and every ``flush(_:)``, wake it through LISTEN/NOTIFY; `safetyPoll`
+  /// The worker sleeps until the earliest deadline it knows of. A submission that makes the
+  /// earliest deadline earlier, a ``flush(_:)`` that finds a pending burst and a
+  /// ``retryFailure(_:)`` that finds a kept failure wake it through LISTEN/NOTIFY; `safetyPoll`
   /// bounds the sleep in case a wake-up is missed.
   ///
-  /// Outages (P7): a database restart, a failover or dropped connections never end `run`.
+  /// Outages: a database restart, a failover or dropped connections never end `run`.
   /// Claims, renewals, completions and LISTEN retry with a backoff that doubles up to
   /// `outageBackoff`, and the worker resumes by itself once the database is back; a completion
   /// that could not be written is retried until the run's lease runs out, and then the run is

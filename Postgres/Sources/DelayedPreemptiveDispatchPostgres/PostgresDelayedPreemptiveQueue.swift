@@ -5,14 +5,17 @@ import Metrics
 import PostgresNIO
 
 /// Keyed bursts shared by every replica of a service through one PostgreSQL database: the
-/// in-process `KeyedDelayedPreemptiveActor`'s rules (K1), with the work stored as one row per key.
+/// in-process `KeyedDelayedPreemptiveActor`'s rules (each key has its own bursts, with the
+/// deadline policy, `maxWait`, `cancel` and `flush` of the in-process types), with the work
+/// stored as one row per key.
 ///
 /// Any replica may call ``delay(_:for:value:)``; any replica that calls
 /// ``run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)`` runs due bursts. A burst
-/// runs once, on one replica, with its last value (P2), never beside another run of its key
-/// (P3); a replica that dies mid-run hands the burst to another one once its `lease` has passed
-/// (P4). A handler that throws is retried with exponential backoff and, after `maxAttempts`,
-/// kept in ``failures()`` (P5).
+/// runs once, on one replica, with its last value, and never beside another run of its key,
+/// as long as no replica dies and every replica reaches the database within its `lease`; a
+/// replica that dies mid-run hands the burst to another one once its `lease` has passed. A
+/// handler that throws is retried with exponential backoff and, after `maxAttempts`, kept in
+/// ``failures()``. <doc:GuaranteesInProduction> states each rule with the test that holds it.
 ///
 /// ```swift
 /// let client = PostgresClient(configuration: configuration)
@@ -40,10 +43,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   public let options: DelayOptions
   /// How long a claimed burst stays claimed without a renewal.
   public let lease: Duration
-  /// How many runs a burst may have (each claim counts, P11) before it is kept in
-  /// ``failures()``.
+  /// How many runs a burst may have (each claim counts, also one whose worker died or lost the
+  /// lease) before it is kept in ``failures()``.
   public let maxAttempts: Int
-  /// Where the queue logs (rule P9): lost leases and takeovers, retries and kept failures,
+  /// Where the queue logs: lost leases and takeovers, retries and kept failures,
   /// outages and recoveries, migrations. Every line carries the queue's name as metadata
   /// `dpd.queue`; keys appear only at debug level.
   public let logger: Logger
@@ -58,8 +61,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// as the one before, up to five minutes. Default: one second.
   public var retryBackoff: Duration = .seconds(1)
   /// The longest a sleeping worker waits before it looks for due work again, in case a wake-up
-  /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline). Default:
-  /// one second.
+  /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline earlier,
+  /// when ``flush(_:)`` finds a pending burst, and when ``retryFailure(_:)`` finds a kept
+  /// failure). Default: one second.
   public var safetyPoll: Duration = .seconds(1)
   /// The longest any call waits for the database, in fact and not only in the message: a call
   /// that got no connection by then throws
@@ -187,20 +191,20 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// database's now, or moves the pending burst's deadline (`.extend`: only later; `.restart`:
   /// to now + `duration`), bounded by the burst's first submission plus `maxWait`. The value
   /// replaces the burst's value: the handler gets the last one. A `duration` or `maxWait`
-  /// beyond what PostgreSQL's `interval` holds saturates to 200 years: "never, unless flushed"
-  /// (P13); a negative one counts as zero.
+  /// beyond what PostgreSQL's `interval` holds saturates to 200 years: "never, unless flushed",
+  /// as in-process, never a raw SQL error; a negative one counts as zero.
   ///
   /// When the key's handler is running, the submission starts a new burst that runs after that
-  /// run has finished (P3). When the key's last burst failed for good, it starts a fresh burst
-  /// and clears the failure. One `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping workers
-  /// only when it makes the earliest deadline earlier. Concurrent calls on one instance (and
-  /// its copies) are sent together as one multi-row upsert; each call returns once its
+  /// run has finished, never beside it. When the key's last burst failed for good, it starts a
+  /// fresh burst and clears the failure. One `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping
+  /// workers only when it makes the earliest deadline earlier. Concurrent calls on one instance
+  /// (and its copies) are sent together as one multi-row upsert; each call returns once its
   /// submission is stored, and a call that returned is never lost.
   ///
   /// Throws, always a ``PostgresDelayedPreemptiveQueueError``: `emptyKey` or `invalidKey` for
   /// a key that cannot be stored, `valueNotEncodable` for a value that does not encode as JSON
   /// or holds a NUL character (in these three cases before the submission joins a batch, so
-  /// no other caller is affected, P8); `databaseUnreachable` when no connection could be had
+  /// no other caller is affected); `databaseUnreachable` when no connection could be had
   /// within `connectionTimeout` (nothing was written); `outcomeUnknown` when the submission was
   /// sent but not confirmed within `connectionTimeout` (retrying is safe); `databaseError` when
   /// the database refused it.
@@ -259,8 +263,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// Makes the key's pending burst due now and wakes the workers; returns whether there was
-  /// one. A burst waiting behind a running one becomes due when that run has finished.
+  /// Makes the key's pending burst due now and, when there was one, wakes the workers; returns
+  /// whether there was one. A burst waiting behind a running one becomes due when that run has
+  /// finished. For a key without a pending burst (unknown, failed for good, or running with no
+  /// submission since its claim) it changes nothing and sends no NOTIFY.
   ///
   /// Throws as ``cancel(_:)`` does.
   @discardableResult public func flush(_ key: String) async throws -> Bool {
@@ -343,7 +349,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// The key, if it can be stored; else the typed error that says why (P8).
+  /// The key, if it can be stored; else the typed error that says why, before anything is
+  /// sent, so that a bad key fails alone.
   func checked(_ key: String) throws -> String {
     guard !key.isEmpty else { throw PostgresDelayedPreemptiveQueueError.emptyKey }
     let bytes = key.utf8.count

@@ -1,4 +1,4 @@
-/// The typed errors of ``PostgresDelayedPreemptiveQueue`` (rules P6 to P8): bad input, an
+/// The typed errors of ``PostgresDelayedPreemptiveQueue``: bad input, an
 /// unusable database, and a call whose outcome the database did not confirm. No error of the
 /// driver reaches a caller: a driver error is wrapped here, with its SQLSTATE kept.
 ///

@@ -4,7 +4,7 @@ import PostgresNIO
 /// `PostgresClient.Configuration`, as `scripts/postgres.sh start` prints and as the worker reads
 /// from `DPD_POSTGRES_URL`.
 ///
-/// Two query parameters are understood, with libpq's meaning (rule P12: the connection is made as
+/// Two query parameters are understood, with libpq's meaning (the connection is made as
 /// configured):
 ///
 /// | `sslmode`     | TLS                                                                 |

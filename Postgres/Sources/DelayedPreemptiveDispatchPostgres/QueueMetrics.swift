@@ -1,8 +1,8 @@
 import Metrics
 
-/// The metrics of one queue (rule P9), through swift-metrics. Every metric has the dimension
-/// `queue` (the queue's name); runs also have `outcome`. None has the key: a service with 10⁶
-/// keys would flood its metrics backend.
+/// The metrics of one queue, through swift-metrics, so that operators can see what it does.
+/// Every metric has the dimension `queue` (the queue's name); runs also have `outcome`. None has
+/// the key: a service with 10⁶ keys would flood its metrics backend.
 ///
 /// | label | kind | what |
 /// |---|---|---|

@@ -50,7 +50,8 @@ actor SubmissionBatcher<Value: Codable & Sendable> {
 
   /// Writes `batch` and answers each of its callers. When the database refuses the batch for
   /// its data (SQLSTATE classes 22, 23 and 54: a value or key it cannot store), one submission
-  /// is to blame: the halves are written apart, so that every other submission is stored (P8).
+  /// is to blame: the halves are written apart, so that every other submission is stored (one
+  /// caller's bad input never fails another's).
   ///
   /// A batch that lost a deadlock or a serialization conflict (SQLSTATE class 40) was rolled
   /// back, so it is sent again, once.

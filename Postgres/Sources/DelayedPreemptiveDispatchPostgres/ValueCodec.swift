@@ -53,9 +53,9 @@ enum ValueCodec {
 }
 
 extension Duration {
-  /// The duration in milliseconds, as the SQL takes it, at most 200 years (P13): beyond that,
-  /// PostgreSQL's `interval` and `timestamptz` overflow, and in-process such a duration already
-  /// means "never, unless flushed".
+  /// The duration in milliseconds, as the SQL takes it, at most 200 years (durations saturate,
+  /// never a raw SQL error): beyond that, PostgreSQL's `interval` and `timestamptz` overflow, and
+  /// in-process such a duration already means "never, unless flushed".
   var milliseconds: Double {
     let (seconds, attoseconds) = components
     return min(Double(seconds) * 1000 + Double(attoseconds) / 1e15, Self.longestMilliseconds)
