@@ -156,18 +156,17 @@ enum CombiningKind: String, CaseIterable, Sendable, CustomStringConvertible {
     let active = LockBox(0)
     let overlapped = LockBox(false)
     let received = LockBox([Int: [Int]]())
-    let queue = KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>(
-      options: DelayOptions(maxSubmissions: 50),
-      combine: { values, next in
-        if active.withLock({
-          $0 += 1
-          return $0
-        }) > 1 {
-          overlapped.withLock { $0 = true }
-        }
-        values += next
-        active.withLock { $0 -= 1 }
+    let combine: @Sendable (inout [Int], [Int]) -> Void = { values, next in
+      let running = active.withLock { count -> Int in
+        count += 1
+        return count
       }
+      if running > 1 { overlapped.withLock { $0 = true } }
+      values += next
+      active.withLock { $0 -= 1 }
+    }
+    let queue = KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>(
+      options: DelayOptions(maxSubmissions: 50), combine: combine
     ) { key, values in received.withLock { $0[key, default: []] += values } }
     await offCooperativePool {
       DispatchQueue.concurrentPerform(iterations: threads) { thread in
