@@ -21,6 +21,11 @@
 #   keyed-arm          a new key on KeyedDelayedPreemptiveDispatchQueue<Int, Void>, delay(_:for:)
 #   keyed-arm-cancel   the same, plus the key's share of one cancelAll() after the last key
 #   keyed-resubmit     a key already pending on that queue (1,000 pending), submitted again
+#   keyed-last-wins-10, keyed-append-10, keyed-last-wins-10k, keyed-append-10k
+#                      KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>, bursts of 10 or 10,000
+#                      submissions of [call], last value wins or `combine: { $0 += $1 }`: an
+#                      appending submission stays O(1) amortised when the 10k figure is about
+#                      the 10 one
 #
 # Takes about 30 s after the build (valgrind runs the client about 50 times slower). To put the
 # figures into BENCHMARKS.md: `--markdown Benchmarks/instructions.md`, then
@@ -90,13 +95,18 @@ per_call() {
 # 1234567.8 -> 1,234,567.8
 group() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }
 
-specs=(queue-preempt:100000 keyed-arm:50000 keyed-arm-cancel:50000 keyed-resubmit:50000)
+specs=(queue-preempt:100000 keyed-arm:50000 keyed-arm-cancel:50000 keyed-resubmit:50000
+  keyed-last-wins-10:50000 keyed-append-10:50000 keyed-last-wins-10k:50000 keyed-append-10k:50000)
 describe() {
   case "$1" in
     queue-preempt) echo '`DelayedPreemptiveDispatchQueue.delay(for:task:)` joining a pending burst' ;;
     keyed-arm) echo 'a new key on `KeyedDelayedPreemptiveDispatchQueue<Int, Void>`' ;;
     keyed-arm-cancel) echo 'a new key, plus its share of one `cancelAll()` after the last one' ;;
     keyed-resubmit) echo 'a pending key submitted again (1,000 keys pending)' ;;
+    keyed-last-wins-10) echo '`[Int]` values in bursts of 10, the last value wins' ;;
+    keyed-append-10) echo '`[Int]` values in bursts of 10, `combine: { $0 += $1 }` keeps all' ;;
+    keyed-last-wins-10k) echo '`[Int]` values in bursts of 10,000, the last value wins' ;;
+    keyed-append-10k) echo '`[Int]` values in bursts of 10,000, every value appended' ;;
   esac
 }
 

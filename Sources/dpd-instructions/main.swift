@@ -26,6 +26,25 @@ enum Workload: String, CaseIterable {
   case keyedArmCancel = "keyed-arm-cancel"
   /// A key already pending on that keyed queue, submitted again.
   case keyedResubmit = "keyed-resubmit"
+  /// `KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>`, bursts of 10 submissions of `[Int]`,
+  /// the last value wins.
+  case lastWins10 = "keyed-last-wins-10"
+  /// The same with `combine: { $0 += $1 }`: every value kept.
+  case append10 = "keyed-append-10"
+  /// Bursts of 10,000 submissions, the last value wins.
+  case lastWins10k = "keyed-last-wins-10k"
+  /// Bursts of 10,000 submissions appended: each costs about what it does in a burst of 10
+  /// when `combine` appends in place, and grows with the burst when the value is copied.
+  case append10k = "keyed-append-10k"
+
+  /// Submissions per burst of the `[Int]` workloads.
+  var burst: Int? {
+    switch self {
+    case .lastWins10, .append10: 10
+    case .lastWins10k, .append10k: 10_000
+    default: nil
+    }
+  }
 
   /// The keys pending before a re-submission loop; each loop call submits one of them again.
   static let resubmittedKeys = 1_000
@@ -46,6 +65,12 @@ let queue = DelayedPreemptiveDispatchQueue(label: "dpd-instructions")
 let keyed = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(label: "dpd-instructions.keyed") {
   _, _ in
 }
+let appending = [Workload.append10, .append10k].contains(workload)
+let values =
+  appending
+  ? KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>(
+    label: "dpd-instructions.values", combine: { $0 += $1 }, task: { _, _ in })
+  : KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>(label: "dpd-instructions.values") { _, _ in }
 
 // Set-up, not counted: the burst that the queue's calls join, the keyed queue's armed timer
 // (key -1, never submitted again, and cancelled by `keyed-arm-cancel` too: a constant), and the keys that the re-submissions find pending.
@@ -56,13 +81,16 @@ case .keyedArm, .keyedArmCancel:
   keyed.delay(-1, for: hour)
 case .keyedResubmit:
   for key in 0..<Workload.resubmittedKeys { keyed.delay(key, for: hour) }
+case .lastWins10, .append10, .lastWins10k, .append10k:
+  values.delay(-1, for: hour, value: [])
 }
 
 /// The measured loop: never inlined, so that it is a function of its own for callgrind.
 @inline(never)
 func measuredLoop(
   _ workload: Workload, calls: Int, queue: DelayedPreemptiveDispatchQueue,
-  keyed: KeyedDelayedPreemptiveDispatchQueue<Int, Void>
+  keyed: KeyedDelayedPreemptiveDispatchQueue<Int, Void>,
+  values: KeyedDelayedPreemptiveDispatchQueue<Int, [Int]>
 ) {
   let hour = Duration.seconds(3_600)
   let task: @Sendable () -> Void = {}
@@ -81,10 +109,14 @@ func measuredLoop(
       key += 1
       if key == Workload.resubmittedKeys { key = 0 }
     }
+  case .lastWins10, .append10, .lastWins10k, .append10k:
+    let burst = workload.burst!
+    for call in 0..<calls { values.delay(call / burst, for: hour, value: [call]) }
   }
 }
 
-measuredLoop(workload, calls: calls, queue: queue, keyed: keyed)
+measuredLoop(workload, calls: calls, queue: queue, keyed: keyed, values: values)
 queue.cancel()
 keyed.cancelAll()
+values.cancelAll()
 print("\(workload.rawValue): \(calls) calls")

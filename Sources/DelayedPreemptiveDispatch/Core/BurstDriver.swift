@@ -49,6 +49,16 @@ struct BurstDriver<Work: Sendable>: Sendable {
       if let timer { book.arm(timer, &effects) }
       return ticket
     }
+    return submit(at: now, until: requested, work: work, owner: owner, effects: &effects)
+  }
+
+  /// A submission that starts a burst, or may end one (`maxSubmissions`): kept out of line, so
+  /// that the hot path above stays small.
+  @inline(never)
+  private mutating func submit(
+    at now: Tick, until requested: Tick, work: Work?, owner: any TicketOwner,
+    effects: inout BurstEffects
+  ) -> DelayTicket {
     let submission = slot.delay(
       at: now, until: requested, work: work, rules: rules, ids: &book.ids, owner: owner)
     effects.preempted = submission.preempted

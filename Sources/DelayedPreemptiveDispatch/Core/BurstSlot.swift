@@ -100,12 +100,8 @@ struct BurstSlot<Work: Sendable>: Sendable {
   mutating func join(
     at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
   ) -> (ticket: DelayTicket, timer: TimerRequest?, preempted: BurstRecord?) {
-    guard
-      case .joined(let seq, let timer) = machine.delay(
-        at: now, until: requested, work: work, rules: rules, ids: &ids)
-    else {
-      preconditionFailure("Internal inconsistency: a submission to a pending burst did not join it")
-    }
+    let (seq, timer) = machine.join(
+      at: now, until: requested, work: work, rules: rules, ids: &ids)
     let (ticket, preempted) = ledger.join(seq: seq)
     return (ticket, timer, preempted)
   }

@@ -1,5 +1,9 @@
 import Dispatch
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Where a firing timer delivers: on a serial dispatch queue (the GCD shells run the due task
 /// right there, in the timer's block) or in an async context (the actors).
 @usableFromInline
@@ -41,7 +45,18 @@ protocol BurstTimer: Sendable {
 
 /// Real time for the GCD shells: `DispatchTime` (the monotonic clock) and `asyncAfter`.
 struct DispatchTimeTimer: BurstTimer {
-  func now() -> Tick { Tick(nanoseconds: DispatchTime.now().uptimeNanoseconds) }
+  func now() -> Tick {
+    #if canImport(Glibc)
+      // The clock `DispatchTime.now()` reads on Linux (libdispatch's uptime is
+      // CLOCK_MONOTONIC), read directly: the same instant, for a tenth of the instructions on
+      // every submission.
+      var time = timespec()
+      clock_gettime(CLOCK_MONOTONIC, &time)
+      return Tick(nanoseconds: UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec))
+    #else
+      return Tick(nanoseconds: DispatchTime.now().uptimeNanoseconds)
+    #endif
+  }
 
   func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle {
     // `asyncAfter` takes no leeway; the system applies its own. A deadline centuries away (a

@@ -124,6 +124,33 @@ struct PreemptionStateMachine<Work> {
     if let maxSubmissions = rules.maxSubmissions, burst.submissions >= maxSubmissions {
       return complete(burst, seq: seq, started: false, nil)
     }
+    return .joined(seq: seq, timer: move(&burst, until: requested, rules: rules, ids: &ids))
+  }
+
+  /// A submission to the pending burst when no `maxSubmissions` can end it: the rules of
+  /// ``delay(at:until:work:rules:ids:)`` for that case, without building its action (the single
+  /// shells' hot path). Returns the submission's number and the timer to arm, if any.
+  ///
+  /// - Precondition: a burst is pending, and `rules.maxSubmissions` is `nil`.
+  @inlinable @inline(__always)
+  mutating func join(
+    at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
+  ) -> (seq: UInt64, timer: TimerRequest?) {
+    if let work { lastWork = work }
+    let seq = ids.nextSequence()
+    guard var burst else {
+      preconditionFailure("Internal inconsistency: a submission joined no pending burst")
+    }
+    burst.lastSeq = seq  // `submissions` is not counted: no `maxSubmissions` reads it
+    return (seq, move(&burst, until: max(requested, now), rules: rules, ids: &ids))
+  }
+
+  /// Moves the pending burst's deadline for a submission that asks for `requested` (not before
+  /// now) under the deadline policy, stores the burst, and returns the timer to arm, if any.
+  @inlinable @inline(__always)
+  mutating func move(
+    _ burst: inout Burst, until requested: Tick, rules: BurstRules, ids: inout BurstIDs
+  ) -> TimerRequest? {
     switch rules.deadlinePolicy {
     case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
     case .restart: burst.quietDeadline = requested
@@ -131,13 +158,12 @@ struct PreemptionStateMachine<Work> {
     self.burst = burst
     // The live timer fires early and re-arms when the deadline moved later; it is replaced only
     // when the deadline moved earlier by more than the tolerance.
-    var timer: TimerRequest?
     if let armed = liveTimer?.deadline, burst.deadline < armed,
       burst.deadline.advanced(byNanoseconds: rules.toleranceNanoseconds) < armed
     {
-      timer = arm(burst.deadline, ids: &ids)
+      return arm(burst.deadline, ids: &ids)
     }
-    return .joined(seq: seq, timer: timer)
+    return nil
   }
 
   /// The timer named `generation` fired at `now`.
@@ -195,8 +221,9 @@ struct PreemptionStateMachine<Work> {
   }
 
   /// `maxSubmissions` reached: the burst ends at once, as a flush would end it; its live timer
-  /// stays in flight, for a later burst to adopt.
-  @inlinable
+  /// stays in flight, for a later burst to adopt. Kept out of line: the submissions that do not
+  /// complete a burst are the hot path.
+  @inlinable @inline(never)
   mutating func complete(
     _ burst: Burst, seq: UInt64, started: Bool, _ leading: Work?
   ) -> DelayAction {

@@ -31,7 +31,7 @@ struct TicketLedger: Sendable {
   /// A submission joined the current burst; the submissions before it are preempted. Returns
   /// the record when tasks await its tickets: the shell resumes them outside its lock
   /// (``BurstEffects/preempted``), since nothing resumes under an instance's lock.
-  @inlinable
+  @inlinable @inline(__always)
   mutating func join(seq: UInt64) -> (ticket: DelayTicket, preempted: BurstRecord?) {
     guard let current else {
       preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
