@@ -1,0 +1,122 @@
+/// One iteration of an ``AsyncDebouncedSequence``: the shell that reads the base in a task of
+/// its own, arms the machine's timer on the clock, and hands due elements to the consumer.
+///
+/// Each event takes the lock once for its transition (``DebounceState``) and performs the
+/// effects outside it, as the queue and the actor do. The per-element path (a clock reading,
+/// one transition, usually no effect) allocates nothing; a timer is armed once per burst, and
+/// again only when the deadline moved.
+package final class DebounceStorage<Base: AsyncSequence & Sendable, C: Clock>: Sendable
+where Base.Element: Sendable, C.Duration == Duration {
+  typealias Element = Base.Element
+  typealias State = DebounceState<Element>
+
+  private let base: Base
+  private let timer: ClockTimer<C>
+  private let rules: BurstRules
+  private let intervalNanoseconds: Int64
+  private let state = LockBox(State())
+
+  init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
+    self.base = base
+    timer = ClockTimer(clock: clock)
+    rules = BurstRules(options)
+    intervalNanoseconds = interval.saturatingNanoseconds
+  }
+
+  // MARK: - The consumer
+
+  func next() async rethrows -> Element? {
+    let result = await withTaskCancellationHandler {
+      await withUnsafeContinuation { (consumer: State.Consumer) in
+        var effects = State.Effects()
+        state.withLock { $0.next(consumer, &effects) }
+        perform(effects)
+      }
+    } onCancel: {
+      end()
+    }
+    return try result.rethrowingGet()
+  }
+
+  /// Ends the iteration: the consumer was cancelled or dropped the iterator.
+  func end() {
+    var effects = State.Effects()
+    state.withLock { $0.end(&effects) }
+    perform(effects)
+  }
+
+  /// Returns once the consumer waits in `next()` with nothing due, or the iteration has
+  /// finished. The marble runner of `DelayedPreemptiveDispatchTesting` calls it, so that it
+  /// moves its clock only once the consumer has taken what was due.
+  package func waitUntilConsumerWaits() async {
+    await withCheckedContinuation { (watcher: CheckedContinuation<Void, Never>) in
+      if !state.withLock({ $0.watch(watcher) }) { watcher.resume() }
+    }
+  }
+
+  /// Returns once the task that reads the base has returned, or at once if it never started;
+  /// tests use it to check that no task outlives the iteration.
+  package func waitUntilReadingEnded() async {
+    await state.withLock { $0.startedReading }?.value
+  }
+
+  // MARK: - The base
+
+  private func startReading() {
+    let task = Task { await self.read() }
+    if state.withLock({ $0.readingStarted(task) }) { task.cancel() }
+  }
+
+  private func read() async {
+    var iterator = base.makeAsyncIterator()
+    do {
+      while let element = try await iterator.next() {
+        let now = timer.now()
+        let requested = now.advanced(byNanoseconds: intervalNanoseconds)
+        var effects = State.Effects()
+        let readsOn = state.withLock {
+          $0.receive(element, at: now, until: requested, rules: rules, &effects)
+        }
+        perform(effects)
+        if !readsOn { return }
+      }
+      baseEnded(.success(()))
+    } catch {
+      baseEnded(.failure(error))
+    }
+  }
+
+  private func baseEnded(_ end: Result<Void, any Error>) {
+    var effects = State.Effects()
+    state.withLock { $0.baseEnded(end, &effects) }
+    perform(effects)
+  }
+
+  // MARK: - The timer
+
+  private func timerFired(generation: UInt64) {
+    let now = timer.now()
+    var effects = State.Effects()
+    state.withLock { $0.timerFired(at: now, generation: generation, &effects) }
+    perform(effects)
+  }
+
+  private func arm(_ request: TimerRequest) {
+    let handle = timer.arm(request, tolerance: rules.tolerance) { [weak self] generation in
+      self?.timerFired(generation: generation)
+    }
+    state.withLock { $0.install(handle, generation: request.generation) }?.cancel()
+  }
+
+  // MARK: - Effects
+
+  @inline(__always)
+  private func perform(_ effects: State.Effects) {
+    if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
+    effects.cancelledTimer?.cancel()
+    if let request = effects.timer { arm(request) }
+    if effects.startsReading { startReading() }
+    effects.cancelledReading?.cancel()
+    for watcher in effects.watchers { watcher.resume() }
+  }
+}
