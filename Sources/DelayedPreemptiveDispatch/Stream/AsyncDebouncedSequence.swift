@@ -66,13 +66,6 @@ where Base.Element: Sendable, C.Duration == Duration {
   let options: DelayOptions
   let clock: C
 
-  init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
-    self.base = base
-    self.interval = interval
-    self.options = options
-    self.clock = clock
-  }
-
   /// Makes an iterator with bursts of its own; it starts reading the base at its first `next()`.
   public func makeAsyncIterator() -> Iterator {
     Iterator(

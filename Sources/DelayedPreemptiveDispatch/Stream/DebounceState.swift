@@ -40,8 +40,10 @@ struct DebounceState<Element: Sendable> {
   var due: Element?
   var consumer: Consumer?
   var reading: Task<Void, Never>?
-  /// The reading task, kept after the iteration ends, for ``DebounceStorage/waitUntilReadingEnded()``.
-  var startedReading: Task<Void, Never>?
+  /// Whether the reading task was started, and has returned; tests check them to prove that no
+  /// task outlives the iteration.
+  var readingStarted = false
+  var readingEnded = false
   /// The handle of the machine's live timer.
   var liveTimer: (generation: UInt64, handle: TimerHandle)?
   var watchers: [CheckedContinuation<Void, Never>] = []
@@ -50,8 +52,10 @@ struct DebounceState<Element: Sendable> {
 
   /// The consumer calls `next()`: hand it what is due, or keep it waiting.
   mutating func next(_ consumer: Consumer, _ effects: inout Effects) {
-    precondition(self.consumer == nil, "AsyncDebouncedSequence.Iterator.next() was called again "
-      + "before the previous call returned")
+    precondition(
+      self.consumer == nil,
+      "AsyncDebouncedSequence.Iterator.next() was called again "
+        + "before the previous call returned")
     if let element = due.take() {
       effects.handoff = (consumer, .success(element))
       return
@@ -60,6 +64,7 @@ struct DebounceState<Element: Sendable> {
     case .idle:
       phase = .reading
       effects.startsReading = true
+      readingStarted = true
       wait(consumer, &effects)
     case .reading:
       wait(consumer, &effects)
@@ -74,7 +79,6 @@ struct DebounceState<Element: Sendable> {
   /// The reading task started; returns whether it must stop at once (the iteration ended
   /// before it could be kept).
   mutating func readingStarted(_ task: Task<Void, Never>) -> Bool {
-    startedReading = task
     guard case .reading = phase else { return true }
     reading = task
     return false

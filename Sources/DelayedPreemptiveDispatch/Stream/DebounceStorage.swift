@@ -54,10 +54,10 @@ where Base.Element: Sendable, C.Duration == Duration {
     }
   }
 
-  /// Returns once the task that reads the base has returned, or at once if it never started;
-  /// tests use it to check that no task outlives the iteration.
-  package func waitUntilReadingEnded() async {
-    await state.withLock { $0.startedReading }?.value
+  /// Whether the task that reads the base has returned, or never started; tests check it to
+  /// prove that no task outlives the iteration.
+  package var readingHasEnded: Bool {
+    state.withLock { !$0.readingStarted || $0.readingEnded }
   }
 
   // MARK: - The base
@@ -68,6 +68,7 @@ where Base.Element: Sendable, C.Duration == Duration {
   }
 
   private func read() async {
+    defer { state.withLock { $0.readingEnded = true } }
     var iterator = base.makeAsyncIterator()
     do {
       while let element = try await iterator.next() {

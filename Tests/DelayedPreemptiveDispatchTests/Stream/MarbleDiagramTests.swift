@@ -15,7 +15,8 @@ import Testing
 
   @Test func groupPutsSeveralEventsOnOneTick() {
     let diagram = MarbleDiagram("-[c^]-")
-    #expect(diagram.events == [.init(tick: 1, event: .element("c")), .init(tick: 1, event: .failed)])
+    #expect(
+      diagram.events == [.init(tick: 1, event: .element("c")), .init(tick: 1, event: .failed)])
     #expect(diagram.length == 3)
     #expect(diagram.events(at: 1) == [.element("c"), .failed])
   }
@@ -40,6 +41,8 @@ import Testing
 
   @Test func equalityCountsTrailingQuietTicks() {
     #expect(MarbleDiagram("a--") != MarbleDiagram("a-"))
-    #expect(MarbleDiagram("a--") == MarbleDiagram(events: [.init(tick: 0, event: .element("a"))], length: 3))
+    #expect(
+      MarbleDiagram("a--")
+        == MarbleDiagram(events: [.init(tick: 0, event: .element("a"))], length: 3))
   }
 }
