@@ -54,7 +54,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// `debounced(for:options:clock:)`.
 ///
 /// Every iterator has its own bursts, its own reading task and its own timer; see
-/// ``_Concurrency/AsyncSequence/debounced(for:options:clock:)`` for the rules.
+/// `debounced(for:options:clock:)` and <doc:DebouncingAStream> for the rules.
 public struct AsyncDebouncedSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence,
   Sendable
 where Base.Element: Sendable, C.Duration == Duration {
