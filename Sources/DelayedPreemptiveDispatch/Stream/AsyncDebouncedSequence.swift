@@ -29,6 +29,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - interval: The quiet period; zero or negative means "due now".
   ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
   ///   - clock: The clock of every deadline; `ManualClock` for tests.
+  @inlinable
   public func debounced<C: Clock>(
     for interval: Duration, options: DelayOptions = DelayOptions(), clock: C
   ) -> AsyncDebouncedSequence<Self, C> where C.Duration == Duration {
@@ -43,6 +44,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   await search(query)
   /// }
   /// ```
+  @inlinable
   public func debounced(
     for interval: Duration, options: DelayOptions = DelayOptions()
   ) -> AsyncDebouncedSequence<Self, ContinuousClock> {
@@ -61,12 +63,21 @@ where Base.Element: Sendable, C.Duration == Duration {
   /// The base sequence's element.
   public typealias Element = Base.Element
 
-  let base: Base
-  let interval: Duration
-  let options: DelayOptions
-  let clock: C
+  @usableFromInline let base: Base
+  @usableFromInline let interval: Duration
+  @usableFromInline let options: DelayOptions
+  @usableFromInline let clock: C
+
+  @inlinable
+  init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
+    self.base = base
+    self.interval = interval
+    self.options = options
+    self.clock = clock
+  }
 
   /// Makes an iterator with bursts of its own; it starts reading the base at its first `next()`.
+  @inlinable
   public func makeAsyncIterator() -> Iterator {
     Iterator(
       storage: DebounceStorage(base: base, interval: interval, options: options, clock: clock))
@@ -74,8 +85,9 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   /// Reads the debounced elements; see ``AsyncDebouncedSequence``.
   public struct Iterator: AsyncIteratorProtocol {
-    let lifetime: IteratorLifetime<Base, C>
+    @usableFromInline let lifetime: IteratorLifetime<Base, C>
 
+    @inlinable
     init(storage: DebounceStorage<Base, C>) {
       lifetime = IteratorLifetime(storage: storage)
     }
@@ -83,6 +95,7 @@ where Base.Element: Sendable, C.Duration == Duration {
     /// The next element once its burst is due; `nil` once the base has finished and its pending
     /// element was emitted, or once the calling task is cancelled. Rethrows the base's error,
     /// after its pending element.
+    @inlinable
     public mutating func next() async rethrows -> Element? {
       try await lifetime.storage.next()
     }
@@ -97,10 +110,12 @@ extension AsyncDebouncedSequence.Iterator: Sendable {}
 
 /// Ends the iteration when the last copy of its iterator goes away: the iterator is a struct,
 /// and has no `deinit` of its own.
+@usableFromInline
 final class IteratorLifetime<Base: AsyncSequence & Sendable, C: Clock>: Sendable
 where Base.Element: Sendable, C.Duration == Duration {
-  let storage: DebounceStorage<Base, C>
+  @usableFromInline let storage: DebounceStorage<Base, C>
 
+  @inlinable
   init(storage: DebounceStorage<Base, C>) {
     self.storage = storage
   }

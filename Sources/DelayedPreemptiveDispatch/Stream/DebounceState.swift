@@ -5,9 +5,11 @@
 /// start, with `leading`) is the element to emit. What is left here is the plumbing of a
 /// sequence: one slot for a due element that the consumer has not taken yet, the consumer
 /// suspended in `next()`, the base's end, the reading task and the live timer's handle.
+@usableFromInline
 struct DebounceState<Element: Sendable> {
-  typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
+  @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
 
+  @usableFromInline
   enum Phase {
     /// No `next()` yet: the base is not read.
     case idle
@@ -20,38 +22,43 @@ struct DebounceState<Element: Sendable> {
   }
 
   /// What the storage does after a transition, outside the lock, in this order.
+  @usableFromInline
   struct Effects {
     /// Resume the consumer with this result.
-    var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
-    var cancelledTimer: TimerHandle?
+    @usableFromInline var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
+    @usableFromInline var cancelledTimer: TimerHandle?
     /// Arm this timer, then install its handle.
-    var timer: TimerRequest?
+    @usableFromInline var timer: TimerRequest?
     /// Start the reading task (the first `next()`).
-    var startsReading = false
-    var cancelledReading: Task<Void, Never>?
+    @usableFromInline var startsReading = false
+    @usableFromInline var cancelledReading: Task<Void, Never>?
     /// Resume these waiters of ``DebounceStorage/waitUntilConsumerWaits()``.
-    var watchers: [CheckedContinuation<Void, Never>] = []
+    @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
+
+    @inlinable init() {}
   }
 
-  var machine = PreemptionStateMachine<Element>(work: nil)
-  var ids = BurstIDs()
-  var phase = Phase.idle
+  @usableFromInline var machine = PreemptionStateMachine<Element>(work: nil)
+  @usableFromInline var ids = BurstIDs()
+  @usableFromInline var phase = Phase.idle
   /// A due element the consumer has not taken yet; a newer due element replaces it.
-  var due: Element?
-  var consumer: Consumer?
-  var reading: Task<Void, Never>?
+  @usableFromInline var due: Element?
+  @usableFromInline var consumer: Consumer?
+  @usableFromInline var reading: Task<Void, Never>?
   /// Whether the reading task was started, and has returned; tests check them to prove that no
   /// task outlives the iteration.
-  var readingStarted = false
-  var readingEnded = false
+  @usableFromInline var readingStarted = false
+  @usableFromInline var readingEnded = false
   /// The handle of the machine's live timer.
-  var liveTimer: (generation: UInt64, handle: TimerHandle)?
-  var watchers: [CheckedContinuation<Void, Never>] = []
+  @usableFromInline var liveTimer: (generation: UInt64, handle: TimerHandle)?
+  @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
+
+  @inlinable init() {}
 
   // MARK: - The consumer
 
   /// The consumer calls `next()`: hand it what is due, or keep it waiting.
-  mutating func next(_ consumer: Consumer, _ effects: inout Effects) {
+  @inlinable mutating func next(_ consumer: Consumer, _ effects: inout Effects) {
     precondition(
       self.consumer == nil,
       "AsyncDebouncedSequence.Iterator.next() was called again "
@@ -78,14 +85,14 @@ struct DebounceState<Element: Sendable> {
 
   /// The reading task started; returns whether it must stop at once (the iteration ended
   /// before it could be kept).
-  mutating func readingStarted(_ task: Task<Void, Never>) -> Bool {
+  @inlinable mutating func readingStarted(_ task: Task<Void, Never>) -> Bool {
     guard case .reading = phase else { return true }
     reading = task
     return false
   }
 
   /// The consumer was cancelled or dropped the iterator: end now, dropping the pending element.
-  mutating func end(_ effects: inout Effects) {
+  @inlinable mutating func end(_ effects: inout Effects) {
     if case .finished = phase { return }
     _ = machine.release()
     due = nil
@@ -98,7 +105,7 @@ struct DebounceState<Element: Sendable> {
 
   /// An element of the base at `now`, due no earlier than `requested`; returns whether to read
   /// on.
-  mutating func receive(
+  @inlinable mutating func receive(
     _ element: Element, at now: Tick, until requested: Tick, rules: BurstRules,
     _ effects: inout Effects
   ) -> Bool {
@@ -116,7 +123,7 @@ struct DebounceState<Element: Sendable> {
   }
 
   /// The base finished (`.success`) or threw: the pending element is due at once, then the end.
-  mutating func baseEnded(_ end: Result<Void, any Error>, _ effects: inout Effects) {
+  @inlinable mutating func baseEnded(_ end: Result<Void, any Error>, _ effects: inout Effects) {
     guard case .reading = phase else { return }
     reading = nil
     if let (element, _) = machine.flush(), let element { emit(element, &effects) }
@@ -132,7 +139,7 @@ struct DebounceState<Element: Sendable> {
 
   // MARK: - The timer
 
-  mutating func timerFired(at now: Tick, generation: UInt64, _ effects: inout Effects) {
+  @inlinable mutating func timerFired(at now: Tick, generation: UInt64, _ effects: inout Effects) {
     guard case .reading = phase else { return }
     if liveTimer?.generation == generation { liveTimer = nil }
     switch machine.timerFired(at: now, generation: generation, ids: &ids) {
@@ -149,7 +156,7 @@ struct DebounceState<Element: Sendable> {
 
   /// Keeps `handle` as the live timer's; returns it to be cancelled when its timer is no longer
   /// live (it fired or was replaced before the storage got here, or the iteration ended).
-  mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
+  @inlinable mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
     guard case .reading = phase, machine.liveTimer?.generation == generation else { return handle }
     let replaced = liveTimer?.handle
     liveTimer = (generation, handle)
@@ -160,7 +167,7 @@ struct DebounceState<Element: Sendable> {
 
   /// Keeps `watcher` until the consumer waits in `next()` or the iteration has finished;
   /// returns false when one of them is already the case.
-  mutating func watch(_ watcher: CheckedContinuation<Void, Never>) -> Bool {
+  @inlinable mutating func watch(_ watcher: CheckedContinuation<Void, Never>) -> Bool {
     if consumer != nil { return false }
     if case .finished = phase { return false }
     watchers.append(watcher)
@@ -170,7 +177,7 @@ struct DebounceState<Element: Sendable> {
   // MARK: - Helpers
 
   /// Hands `element` to the waiting consumer, or keeps it due in place of an older one.
-  private mutating func emit(_ element: Element, _ effects: inout Effects) {
+  @inlinable mutating func emit(_ element: Element, _ effects: inout Effects) {
     if let consumer = consumer.take() {
       effects.handoff = (consumer, .success(element))
     } else {
@@ -178,18 +185,18 @@ struct DebounceState<Element: Sendable> {
     }
   }
 
-  private mutating func wait(_ consumer: Consumer, _ effects: inout Effects) {
+  @inlinable mutating func wait(_ consumer: Consumer, _ effects: inout Effects) {
     self.consumer = consumer
     effects.watchers = watchers
     watchers = []
   }
 
-  private mutating func arm(_ timer: TimerRequest, _ effects: inout Effects) {
+  @inlinable mutating func arm(_ timer: TimerRequest, _ effects: inout Effects) {
     effects.timer = timer
     effects.cancelledTimer = liveTimer.take()?.handle
   }
 
-  private mutating func finish(_ effects: inout Effects) {
+  @inlinable mutating func finish(_ effects: inout Effects) {
     phase = .finished
     reading = nil
     if let handle = liveTimer.take()?.handle { effects.cancelledTimer = handle }

@@ -5,26 +5,39 @@
 /// effects outside it, as the queue and the actor do. The per-element path (a clock reading,
 /// one transition, usually no effect) allocates nothing; a timer is armed once per burst, and
 /// again only when the deadline moved.
+///
+/// The per-element path is `@inlinable`, so that a client compiles it for its own base, element
+/// and clock: unspecialised, generic metadata lookups cost more than the rest of it. Arming a
+/// timer, once per burst, is not inlined.
+@usableFromInline
 package final class DebounceStorage<Base: AsyncSequence & Sendable, C: Clock>: Sendable
 where Base.Element: Sendable, C.Duration == Duration {
-  typealias Element = Base.Element
-  typealias State = DebounceState<Element>
+  @usableFromInline typealias Element = Base.Element
+  @usableFromInline typealias State = DebounceState<Element>
 
-  private let base: Base
+  @usableFromInline let base: Base
+  @usableFromInline let clock: C
+  /// The instant of tick 0: the same as `timer`'s, so both read one time line.
+  @usableFromInline let origin: C.Instant
   private let timer: ClockTimer<C>
-  private let rules: BurstRules
-  private let intervalNanoseconds: Int64
-  private let state = LockBox(State())
+  @usableFromInline let rules: BurstRules
+  @usableFromInline let intervalNanoseconds: Int64
+  @usableFromInline let state: LockBox<State>
 
+  @usableFromInline
   init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
     self.base = base
+    self.clock = clock
     timer = ClockTimer(clock: clock)
+    origin = timer.timeline.origin
     rules = BurstRules(options)
     intervalNanoseconds = interval.saturatingNanoseconds
+    state = LockBox(State())
   }
 
   // MARK: - The consumer
 
+  @inlinable
   func next() async rethrows -> Element? {
     let result = await withTaskCancellationHandler {
       await withUnsafeContinuation { (consumer: State.Consumer) in
@@ -39,6 +52,7 @@ where Base.Element: Sendable, C.Duration == Duration {
   }
 
   /// Ends the iteration: the consumer was cancelled or dropped the iterator.
+  @inlinable
   func end() {
     var effects = State.Effects()
     state.withLock { $0.end(&effects) }
@@ -62,17 +76,19 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   // MARK: - The base
 
-  private func startReading() {
+  @inlinable
+  func startReading() {
     let task = Task { await self.read() }
     if state.withLock({ $0.readingStarted(task) }) { task.cancel() }
   }
 
-  private func read() async {
+  @inlinable
+  func read() async {
     defer { state.withLock { $0.readingEnded = true } }
     var iterator = base.makeAsyncIterator()
     do {
       while let element = try await iterator.next() {
-        let now = timer.now()
+        let now = now()
         let requested = now.advanced(byNanoseconds: intervalNanoseconds)
         var effects = State.Effects()
         let readsOn = state.withLock {
@@ -87,7 +103,8 @@ where Base.Element: Sendable, C.Duration == Duration {
     }
   }
 
-  private func baseEnded(_ end: Result<Void, any Error>) {
+  @inlinable
+  func baseEnded(_ end: Result<Void, any Error>) {
     var effects = State.Effects()
     state.withLock { $0.baseEnded(end, &effects) }
     perform(effects)
@@ -95,14 +112,31 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   // MARK: - The timer
 
-  private func timerFired(generation: UInt64) {
+  /// The clock's time as a ``Tick`` of `timer`'s time line.
+  @inlinable
+  func now() -> Tick {
+    let nanoseconds = origin.duration(to: clock.now).saturatingNanoseconds
+    // At the end of the time line, about 292 years on, the timer's reading stops the program
+    // with a message.
+    guard nanoseconds < .max else { return timerNow() }
+    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
+  }
+
+  @usableFromInline
+  func timerNow() -> Tick {
+    timer.now()
+  }
+
+  @usableFromInline
+  func timerFired(generation: UInt64) {
     let now = timer.now()
     var effects = State.Effects()
     state.withLock { $0.timerFired(at: now, generation: generation, &effects) }
     perform(effects)
   }
 
-  private func arm(_ request: TimerRequest) {
+  @usableFromInline
+  func arm(_ request: TimerRequest) {
     let handle = timer.arm(request, tolerance: rules.tolerance) { [weak self] generation in
       self?.timerFired(generation: generation)
     }
@@ -111,8 +145,8 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   // MARK: - Effects
 
-  @inline(__always)
-  private func perform(_ effects: State.Effects) {
+  @inlinable @inline(__always)
+  func perform(_ effects: State.Effects) {
     if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
     effects.cancelledTimer?.cancel()
     if let request = effects.timer { arm(request) }

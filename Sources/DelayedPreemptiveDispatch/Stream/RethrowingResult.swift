@@ -5,7 +5,7 @@
 /// ``AsyncDebouncedSequence/Iterator/next()`` uses it, so that the debounced sequence of a base
 /// that never throws is read with `for await`, and the one of a throwing base with
 /// `for try await`.
-@rethrows
+@rethrows @usableFromInline
 protocol RethrowingResult {
   associatedtype Success
   func get() throws -> Success
@@ -15,6 +15,7 @@ extension Result: RethrowingResult {}
 
 extension RethrowingResult {
   /// The success value, or the error thrown as if by the caller's throwing parameter.
+  @inlinable
   func rethrowingGet() rethrows -> Success {
     try get()
   }
