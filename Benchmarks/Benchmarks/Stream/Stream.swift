@@ -11,9 +11,10 @@ import Contenders
 //   over each element without suspending, so the figure is the contender's own cost. A 1 ms
 //   quiet period, as in the storm: the whole run is one burst whose timer re-arms every
 //   millisecond.
-// - stream-live: the same, with the elements yielded by the benchmark's task while the
-//   contender reads them, as fast as it can: the consumer suspends and is resumed for most
-//   elements, so `AsyncStream`'s hand-over between tasks adds its cost to every contender.
+// - stream-sync-base: the same elements from a base that never suspends (swift-async-algorithms'
+//   `(0..<n).async`): `AsyncStream` itself suspends and resumes its reader for every element,
+//   even a buffered one, which costs more than a debounce; without it, the figure is the
+//   contender's own cost per element.
 // - stream-slow-consumer: the same elements in chunks of `chunk`, a chunk every `chunkGap`, with
 //   a 100 µs quiet period, so that every chunk ends a burst; the consumer takes `consumerDelay`
 //   per element it receives. Growth of the resident set once the last chunk is yielded, in one
@@ -24,22 +25,25 @@ let throughputInterval = Duration.milliseconds(1)
 let chunk = 1_000
 let chunkGap = Duration.microseconds(500)
 let slowInterval = Duration.microseconds(100)
-let consumerDelay = Duration.milliseconds(10)
+let consumerDelay = Duration.seconds(2)
 
 let benchmarks: @Sendable () -> Void = {
   let throughput = Metrics.configuration(
     [.wallClock, .mallocCountTotal, Metrics.calls], warmup: 1, iterations: 10, seconds: 10)
-  let live = Metrics.configuration(
-    [.wallClock, .mallocCountTotal, Metrics.calls], warmup: 1, iterations: 5, seconds: 10)
   let once = Metrics.configuration(
     [Metrics.residentGrowthBytes, Metrics.calls], warmup: 0, iterations: 1, seconds: 30)
   for contender in StreamContender.allCases {
     Benchmark(contender.benchmarkName("stream-buffered"), configuration: throughput) {
       benchmark in
-      await throughputRun(contender, buffered: true, benchmark: benchmark)
+      await bufferedRun(contender, benchmark: benchmark)
     }
-    Benchmark(contender.benchmarkName("stream-live"), configuration: live) { benchmark in
-      await throughputRun(contender, buffered: false, benchmark: benchmark)
+    Benchmark(contender.benchmarkName("stream-sync-base"), configuration: throughput) {
+      benchmark in
+      benchmark.startMeasurement()
+      let last = await contender.consume(0..<elements, interval: throughputInterval)
+      benchmark.stopMeasurement()
+      precondition(last == elements - 1, "\(contender) emitted \(String(describing: last)) last")
+      benchmark.measurement(Metrics.calls, elements)
     }
     guard contender != .lowerBound else { continue }
     Benchmark(contender.benchmarkName("stream-slow-consumer"), configuration: once) {
@@ -49,17 +53,12 @@ let benchmarks: @Sendable () -> Void = {
   }
 }
 
-func throughputRun(_ contender: StreamContender, buffered: Bool, benchmark: Benchmark) async {
+func bufferedRun(_ contender: StreamContender, benchmark: Benchmark) async {
   let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
-  func produce() {
-    for element in 0..<elements { continuation.yield(element) }
-    continuation.finish()
-  }
-  if buffered { produce() }
+  for element in 0..<elements { continuation.yield(element) }
+  continuation.finish()
   benchmark.startMeasurement()
-  let consumer = Task { await contender.consume(stream, interval: throughputInterval) }
-  if !buffered { produce() }
-  let last = await consumer.value
+  let last = await contender.consume(stream, interval: throughputInterval)
   benchmark.stopMeasurement()
   precondition(last == elements - 1, "\(contender) emitted \(String(describing: last)) last")
   benchmark.measurement(Metrics.calls, elements)

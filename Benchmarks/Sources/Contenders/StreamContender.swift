@@ -20,22 +20,35 @@ public enum StreamContender: String, CaseIterable, Sendable {
   public func consume(
     _ stream: AsyncStream<Int>, interval: Duration, body: (Int) async -> Void = { _ in }
   ) async -> Int? {
+    (try? await consumeAny(stream, interval: interval, body: body)) ?? nil
+  }
+
+  /// Reads `elements` from a base that never suspends (swift-async-algorithms' `async` view of
+  /// a range), so that the figure is the contender's own cost per element.
+  public func consume(_ elements: Range<Int>, interval: Duration) async -> Int? {
+    (try? await consumeAny(elements.async, interval: interval) { _ in }) ?? nil
+  }
+
+  @inline(__always)
+  private func consumeAny<Base: AsyncSequence & Sendable>(
+    _ base: Base, interval: Duration, body: (Int) async -> Void
+  ) async throws -> Int? where Base.Element == Int {
     var last: Int?
     switch self {
     case .debounced:
-      for await element in stream.debounced(for: interval) {
+      for try await element in base.debounced(for: interval) {
         last = element
         await body(element)
       }
     case .asyncAlgorithms:
-      for await element in stream.debounce(for: interval) {
+      for try await element in base.debounce(for: interval) {
         last = element
         await body(element)
       }
     case .lowerBound:
       let clock = ContinuousClock()
       var deadline = clock.now
-      for await element in stream {
+      for try await element in base {
         deadline = max(deadline, clock.now.advanced(by: interval))
         last = element
       }

@@ -50,7 +50,8 @@ func fanOutAsync<D: AsyncDebouncer>(_: D.Type) async {
   }
 }
 
-/// Reads `count` Ints, buffered in an `AsyncStream` beforehand, through a stream contender.
+/// Reads `count` Ints through a stream contender: buffered in an `AsyncStream` beforehand, then
+/// from a base that never suspends.
 func stream(_ contender: StreamContender) async {
   let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
   for element in 0..<count { continuation.yield(element) }
@@ -58,7 +59,12 @@ func stream(_ contender: StreamContender) async {
   let start = DispatchTime.now().uptimeNanoseconds
   let last = await contender.consume(stream, interval: .milliseconds(1))
   let elapsed = DispatchTime.now().uptimeNanoseconds - start
-  print("stream \(contender.rawValue): last \(last ?? -1), \(elapsed / UInt64(count)) ns per element")
+  let perElement = elapsed / UInt64(count)
+  print("stream \(contender.rawValue): last \(last ?? -1), \(perElement) ns per element")
+  let syncStart = DispatchTime.now().uptimeNanoseconds
+  let syncLast = await contender.consume(0..<count, interval: .milliseconds(1))
+  let syncElapsed = DispatchTime.now().uptimeNanoseconds - syncStart
+  print("  sync base: last \(syncLast ?? -1), \(syncElapsed / UInt64(count)) ns per element")
 }
 
 if workload == "stream" {
