@@ -56,7 +56,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
 /// `debounced(for:options:clock:)`.
 ///
 /// Every iterator has its own bursts, its own reading task and its own timer; see
-/// `debounced(for:options:clock:)` and <doc:DebouncingAStream> for the rules.
+/// `debounced(for:options:clock:)` and the article "Debouncing a stream" for the rules.
 public struct AsyncDebouncedSequence<Base: AsyncSequence & Sendable, C: Clock>: AsyncSequence,
   Sendable
 where Base.Element: Sendable, C.Duration == Duration {
