@@ -5,7 +5,7 @@ import PackageDescription
 // dependencies. Run them with `swift package --package-path Benchmarks benchmark`.
 
 /// One executable per workload, each comparing every contender in the same run.
-let workloads = ["Storm", "Memory", "FanOut", "FireLatency", "Threads", "Keyed"].map { name in
+let workloads = ["Storm", "Memory", "FanOut", "FireLatency", "Threads", "Keyed", "Stream"].map { name in
   Target.executableTarget(
     name: name,
     dependencies: [

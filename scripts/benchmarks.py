@@ -6,6 +6,9 @@
     python3 scripts/benchmarks.py --keyed    # run only the keyed workloads, and rewrite only
                                              # the "Keyed bursts" section of BENCHMARKS.md
     python3 scripts/benchmarks.py --keyed --report   # that section, from the last keyed run
+    python3 scripts/benchmarks.py --stream   # run only the stream workloads, and rewrite only
+                                             # the "Streams" section of BENCHMARKS.md
+    python3 scripts/benchmarks.py --stream --report  # that section, from the last stream run
 
 The run exports each benchmark's percentiles (histogramPercentiles) into Benchmarks/.results/,
 next to machine.json, which records the machine at the start of the run. Every figure in the
@@ -25,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "Benchmarks" / ".results"
 KEYED_RESULTS = RESULTS / "keyed"
+STREAM_RESULTS = RESULTS / "stream"
 REPORT = ROOT / "BENCHMARKS.md"
 CHART = ROOT / "Benchmarks" / "results.svg"
 
@@ -44,6 +48,11 @@ KEYED_CONTENDERS = [
     ("queue-dictionary", "locked Dictionary of `DelayedPreemptiveDispatchQueue`"),
     ("task-per-key", "locked Dictionary of sleeping `Task`s, cancelled and replaced"),
     ("lower-bound", "lower bound: locked Dictionary of (key, deadline, value), no timer"),
+]
+STREAM_CONTENDERS = [
+    ("debounced", "`debounced(for:)`"),
+    ("async-algorithms", "AsyncAlgorithms `debounce(for:)`"),
+    ("lower-bound", "lower bound: a plain loop keeping the last element and its deadline"),
 ]
 SHORT = {
     "queue": "GCD queue",
@@ -423,6 +432,93 @@ def keyed_findings():
     return "\n" + path.read_text() if path.exists() else ""
 
 
+def stream_targets(results):
+    """(target, measured, verdict) rows for the stream targets."""
+    rows = ["| target | measured | verdict |", "|---|--:|---|"]
+
+    def per(workload, key, metric="wallClock"):
+        return results.per_call(workload, key, metric)
+
+    def check(name, measured, holds):
+        verdict = "n/a" if holds is None else ("holds" if holds else "**missed**")
+        rows.append(f"| {name} | {measured} | {verdict} |")
+
+    for workload, base in (("stream-buffered", "`AsyncStream`, buffered"),
+                           ("stream-sync-base", "a base that never suspends")):
+        ours, theirs = per(workload, "debounced"), per(workload, "async-algorithms")
+        value = ours / theirs if ours and theirs else None
+        check(f"≤ 0.2× async-algorithms' time per element ({base})",
+              "n/a" if value is None else f"{value:.2f}×", None if value is None else value <= 0.2)
+    for workload, base in (("stream-buffered", "`AsyncStream`, buffered"),
+                           ("stream-sync-base", "a base that never suspends")):
+        ours = per(workload, "debounced", "mallocCountTotal")
+        floor = per(workload, "lower-bound", "mallocCountTotal")
+        extra = ours - floor if ours is not None and floor is not None else None
+        check(f"0 mallocs per element beyond the base's own ({base})",
+              "n/a" if extra is None else f"{extra:+.4f}",
+              None if extra is None else extra < 0.001)
+    return "\n".join(rows)
+
+
+def stream_speed_table(results):
+    rows = [
+        "| contender | base | ns per element | × lower bound | × async-algorithms | mallocs per element |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
+    for workload, base in (("stream-buffered", "`AsyncStream`, buffered"),
+                           ("stream-sync-base", "never suspends")):
+        floor = results.per_call(workload, "lower-bound", "wallClock")
+        theirs = results.per_call(workload, "async-algorithms", "wallClock")
+        for key, label in STREAM_CONTENDERS:
+            value = results.per_call(workload, key, "wallClock")
+            mallocs = results.per_call(workload, key, "mallocCountTotal")
+            rows.append(f"| {label} | {base} | {fmt(value)} | {ratio(value, floor)} | "
+                        f"{ratio(value, theirs)} | {fmt(mallocs, 4)} |")
+    return "\n".join(rows)
+
+
+def stream_memory_table(results):
+    rows = ["| contender | resident growth |", "|---|--:|"]
+    for key, label in STREAM_CONTENDERS[:2]:
+        growth = results.value("stream-slow-consumer", key, "residentGrowthBytes")
+        rows.append(f"| {label} | {megabytes(growth)} |")
+    return "\n".join(rows)
+
+
+def stream_section(results, info):
+    return f"""## Streams
+
+`AsyncSequence.debounced(for:)` against swift-async-algorithms' `debounce(for:)` and a lower
+bound (a plain `for await` loop over the same base that keeps the last element and its
+deadline, `max(deadline, now + interval)`, with no timer), all on `ContinuousClock` with a 1 ms
+quiet period, measured in one run on {info['date']} (load average at the start: {info['load']}).
+Reproduce with `python3 scripts/benchmarks.py --stream` (about 2 minutes on 2 cores).
+
+- *`AsyncStream`, buffered*: 10⁶ `Int`s yielded into an unbounded `AsyncStream` and finished
+  before the measurement, then read through the contender until the consumer has the last
+  element (the base's end emits it at once). The whole run is one burst.
+- *never suspends*: the same elements from swift-async-algorithms' `(0..<n).async`. An
+  `AsyncStream` suspends and resumes its reader for every element, buffered or not, and that
+  costs more than either debounce; this base isolates the contender's own cost.
+- *Slow consumer*: the 10⁶ elements in chunks of 1,000, one chunk every 0.5 ms, with a 100 µs
+  quiet period (so every chunk ends a burst), and a consumer that takes 2 s per element it
+  receives, longer than the whole run; growth of the resident set once the last chunk is
+  yielded, in one iteration in a process of its own.
+
+{stream_targets(results)}
+
+{stream_speed_table(results)}
+
+{stream_memory_table(results)}
+{stream_findings()}"""
+
+
+def stream_findings():
+    """Benchmarks/stream-findings.md, the analysis of the stream figures, if present."""
+    path = ROOT / "Benchmarks" / "stream-findings.md"
+    return "\n" + path.read_text() if path.exists() else ""
+
+
 def report(results, info):
     return f"""# Benchmarks
 
@@ -493,12 +589,14 @@ reserved beforehand, or discarding them.
 {tickets_table(results)}
 
 {keyed_section(results, info)}
+{stream_section(results, info)}
 {findings()}{instructions()}## Reproduce
 
 ```
 python3 scripts/benchmarks.py            # runs everything (about 10 minutes on 2 cores)
 python3 scripts/benchmarks.py --report   # rewrites this file and the chart from that run
 python3 scripts/benchmarks.py --keyed    # reruns only the keyed workloads and their section
+python3 scripts/benchmarks.py --stream   # reruns only the stream workloads and their section
 ```
 """
 
@@ -575,10 +673,15 @@ def main():
                         help="only rewrite the report and chart from Benchmarks/.results")
     parser.add_argument("--keyed", action="store_true",
                         help="only the keyed workloads: rewrite only their section of the report")
+    parser.add_argument("--stream", action="store_true",
+                        help="only the stream workloads: rewrite only their section of the report")
     arguments = parser.parse_args()
     os.chdir(ROOT)
     if arguments.keyed:
         keyed(run_first=not arguments.report)
+        return
+    if arguments.stream:
+        stream(run_first=not arguments.report)
         return
     if not arguments.report:
         run()
@@ -622,6 +725,29 @@ def keyed(run_first):
         text = text[:anchor] + section + "\n" + text[anchor:]
     REPORT.write_text(text)
     print(f"wrote the Keyed bursts section of {REPORT.relative_to(ROOT)}")
+
+
+def stream(run_first):
+    """Runs the Stream target alone (into Benchmarks/.results/stream) and replaces the "Streams"
+    section of BENCHMARKS.md with its figures, leaving every other section as it is."""
+    if run_first:
+        run(STREAM_RESULTS, ["Stream"])
+    info = json.loads((STREAM_RESULTS / "machine.json").read_text())
+    results = Results(load(STREAM_RESULTS))
+    if not results.raw:
+        sys.exit(f"no exported results in {STREAM_RESULTS}")
+    section = stream_section(results, info)
+    text = REPORT.read_text()
+    start = text.find("## Streams")
+    if start >= 0:
+        end = text.find("\n## ", start)
+        text = text[:start] + section + (text[end:] if end >= 0 else "")
+    else:
+        anchor = text.find("## What the profiles found")
+        anchor = anchor if anchor >= 0 else text.find("## Reproduce")
+        text = text[:anchor] + section + "\n" + text[anchor:]
+    REPORT.write_text(text)
+    print(f"wrote the Streams section of {REPORT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-/// A timeline of a sequence's events drawn as text, one character per tick, as in the
-/// Semantics article's pictures.
+/// A timeline of a sequence's events drawn as text, one character per tick, as in
+/// ``ManualClock/debounce(_:for:options:tick:)`` and the Semantics article's pictures.
 ///
 /// The syntax:
 ///

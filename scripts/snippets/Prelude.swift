@@ -57,6 +57,18 @@ func runSearch(_ query: String) async throws -> [String] {
   return []
 }
 
+/// A text field's values as a stream, as a UI framework or a bridge of your own provides it.
+final class SearchField: Sendable {
+  let values = AsyncStream<String> { $0.finish() }
+}
+let searchField = SearchField()
+
+/// Settings that reload from their store.
+actor Settings {
+  func reload() async {}
+}
+let settings = Settings()
+
 // MARK: - Views on the main actor
 
 @MainActor final class Keypad {

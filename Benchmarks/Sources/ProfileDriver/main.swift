@@ -5,6 +5,7 @@ import Dispatch
 //   ProfileDriver storm queue|lower-bound|seed-style|work-item [calls]
 //   ProfileDriver fan-out queue|actor|debounce|task-per-call [instances]
 //   ProfileDriver keyed-arm|keyed-resubmit|keyed-due keyed-queue|lower-bound|... [keys]
+//   ProfileDriver stream debounced|async-algorithms|lower-bound [elements]
 // e.g. valgrind --tool=callgrind .build/release/ProfileDriver storm queue 100000
 
 let arguments = CommandLine.arguments
@@ -49,7 +50,27 @@ func fanOutAsync<D: AsyncDebouncer>(_: D.Type) async {
   }
 }
 
-if workload.hasPrefix("keyed-") {
+/// Reads `count` Ints through a stream contender: buffered in an `AsyncStream` beforehand, then
+/// from a base that never suspends.
+func stream(_ contender: StreamContender) async {
+  let (stream, continuation) = AsyncStream.makeStream(of: Int.self)
+  for element in 0..<count { continuation.yield(element) }
+  continuation.finish()
+  let start = DispatchTime.now().uptimeNanoseconds
+  let last = await contender.consume(stream, interval: .milliseconds(1))
+  let elapsed = DispatchTime.now().uptimeNanoseconds - start
+  let perElement = elapsed / UInt64(count)
+  print("stream \(contender.rawValue): last \(last ?? -1), \(perElement) ns per element")
+  let syncStart = DispatchTime.now().uptimeNanoseconds
+  let syncLast = await contender.consume(0..<count, interval: .milliseconds(1))
+  let syncElapsed = DispatchTime.now().uptimeNanoseconds - syncStart
+  print("  sync base: last \(syncLast ?? -1), \(syncElapsed / UInt64(count)) ns per element")
+}
+
+if workload == "stream" {
+  let streamContender = StreamContender(rawValue: arguments.count > 2 ? arguments[2] : "")
+  await stream(streamContender ?? .debounced)
+} else if workload.hasPrefix("keyed-") {
   let keyed = KeyedContender(rawValue: arguments.count > 2 ? arguments[2] : "") ?? .keyedQueue
   keyedWorkload(workload, keyed, keys: count)
 } else {

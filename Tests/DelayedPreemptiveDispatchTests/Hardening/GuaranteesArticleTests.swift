@@ -50,4 +50,16 @@ import Testing
     }
     #expect(missing.isEmpty, "\(missing.map { "\($0.suite).\($0.test ?? "")" })")
   }
+
+  @Test func everyTestTheStreamArticleNamesExists() throws {
+    let article = Self.catalog.appendingPathComponent("DebouncingAStream.md")
+    let references = Self.references(in: try String(contentsOf: article, encoding: .utf8))
+    #expect(references.count >= 8)
+    let declared = try Self.declaredTests()
+    let missing = references.filter { reference in
+      guard let functions = declared[reference.suite] else { return true }
+      return reference.test.map { !functions.contains($0) } ?? false
+    }
+    #expect(missing.isEmpty, "\(missing.map { "\($0.suite).\($0.test ?? "")" })")
+  }
 }

@@ -21,6 +21,8 @@ enum TestScale {
   static let actorCallsPerTask = isLong ? 100_000 : 1_000
   /// Repetitions of the ManualClock scenarios that must give identical traces.
   static let determinismRepetitions = isLong ? 1_000 : 20
+  /// Random interleavings of a debounced stream's base, clock and cancellation.
+  static let streamRaceTrials = isLong ? 100_000 : 10_000
 }
 
 /// Runs CPU-bound test work on a dispatch thread, so that it does not hold one of Swift

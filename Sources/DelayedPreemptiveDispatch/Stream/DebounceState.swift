@@ -1,0 +1,211 @@
+/// The state of one debounced iteration, changed only under its storage's lock.
+///
+/// Every debounce rule is the ``PreemptionStateMachine``'s, with the element as the machine's
+/// work: an element is a submission, and the work the machine runs at a burst's end (or at its
+/// start, with `leading`) is the element to emit. What is left here is the plumbing of a
+/// sequence: one slot for a due element that the consumer has not taken yet, the consumer
+/// suspended in `next()`, the base's end, the reading task and the live timer's handle.
+@usableFromInline
+struct DebounceState<Element: Sendable> {
+  @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
+
+  @usableFromInline
+  enum Phase {
+    /// No `next()` yet: the base is not read.
+    case idle
+    /// The reading task reads the base.
+    case reading
+    /// The base finished or threw; the consumer gets the due element, then this end.
+    case draining(Result<Void, any Error>)
+    /// The consumer got the end, was cancelled, or dropped the iterator.
+    case finished
+  }
+
+  /// What the storage does after a transition, outside the lock, in this order.
+  @usableFromInline
+  struct Effects {
+    /// Resume the consumer with this result.
+    @usableFromInline var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
+    @usableFromInline var cancelledTimer: TimerHandle?
+    /// Arm this timer, then install its handle.
+    @usableFromInline var timer: TimerRequest?
+    /// Start the reading task (the first `next()`).
+    @usableFromInline var startsReading = false
+    @usableFromInline var cancelledReading: Task<Void, Never>?
+    /// Resume these waiters of ``DebounceStorage/waitUntilConsumerWaits()``.
+    @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
+
+    @inlinable init() {}
+  }
+
+  @usableFromInline var machine = PreemptionStateMachine<Element>(work: nil)
+  @usableFromInline var ids = BurstIDs()
+  @usableFromInline var phase = Phase.idle
+  /// A due element the consumer has not taken yet; a newer due element replaces it.
+  @usableFromInline var due: Element?
+  @usableFromInline var consumer: Consumer?
+  @usableFromInline var reading: Task<Void, Never>?
+  /// Whether the reading task was started, and has returned; tests check them to prove that no
+  /// task outlives the iteration.
+  @usableFromInline var readingStarted = false
+  @usableFromInline var readingEnded = false
+  /// The handle of the machine's live timer.
+  @usableFromInline var liveTimer: (generation: UInt64, handle: TimerHandle)?
+  @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
+
+  @inlinable init() {}
+
+  // MARK: - The consumer
+
+  /// The consumer calls `next()`: hand it what is due, or keep it waiting.
+  @inlinable mutating func next(_ consumer: Consumer, _ effects: inout Effects) {
+    precondition(
+      self.consumer == nil,
+      "AsyncDebouncedSequence.Iterator.next() was called again "
+        + "before the previous call returned")
+    if let element = due.take() {
+      effects.handoff = (consumer, .success(element))
+      return
+    }
+    switch phase {
+    case .idle:
+      phase = .reading
+      effects.startsReading = true
+      readingStarted = true
+      wait(consumer, &effects)
+    case .reading:
+      wait(consumer, &effects)
+    case .draining(let end):
+      finish(&effects)
+      effects.handoff = (consumer, end.map { nil })
+    case .finished:
+      effects.handoff = (consumer, .success(nil))
+    }
+  }
+
+  /// The reading task started; returns whether it must stop at once (the iteration ended
+  /// before it could be kept).
+  @inlinable mutating func readingStarted(_ task: Task<Void, Never>) -> Bool {
+    guard case .reading = phase else { return true }
+    reading = task
+    return false
+  }
+
+  /// The consumer was cancelled or dropped the iterator: end now, dropping the pending element.
+  @inlinable mutating func end(_ effects: inout Effects) {
+    if case .finished = phase { return }
+    _ = machine.release()
+    due = nil
+    effects.cancelledReading = reading.take()
+    if let consumer = consumer.take() { effects.handoff = (consumer, .success(nil)) }
+    finish(&effects)
+  }
+
+  // MARK: - The base
+
+  /// An element of the base at `now`, due no earlier than `requested`; returns whether to read
+  /// on.
+  @inlinable mutating func receive(
+    _ element: Element, at now: Tick, until requested: Tick, rules: BurstRules,
+    _ effects: inout Effects
+  ) -> Bool {
+    guard case .reading = phase else { return false }
+    switch machine.delay(at: now, until: requested, work: element, rules: rules, ids: &ids) {
+    case .rejected:
+      preconditionFailure("Internal inconsistency: an element was submitted without its work")
+    case .started(_, let timer, let leading):
+      if let leading { emit(leading, &effects) }
+      if let timer { arm(timer, &effects) }
+    case .joined(_, let timer):
+      if let timer { arm(timer, &effects) }
+    case .completed(_, _, let leading, let element, _):
+      // `maxSubmissions` reached: the burst's element is due at once, after its leading one.
+      if let leading { emit(leading, &effects) }
+      if let element { emit(element, &effects) }
+      machine.forgetWork()
+    }
+    return true
+  }
+
+  /// The base finished (`.success`) or threw: the pending element is due at once, then the end.
+  @inlinable mutating func baseEnded(_ end: Result<Void, any Error>, _ effects: inout Effects) {
+    guard case .reading = phase else { return }
+    reading = nil
+    if let (element, _) = machine.flush(), let element { emit(element, &effects) }
+    _ = machine.release()
+    effects.cancelledTimer = liveTimer.take()?.handle
+    if let consumer = consumer.take() {
+      finish(&effects)
+      effects.handoff = (consumer, end.map { nil })
+    } else {
+      phase = .draining(end)
+    }
+  }
+
+  // MARK: - The timer
+
+  @inlinable mutating func timerFired(at now: Tick, generation: UInt64, _ effects: inout Effects) {
+    guard case .reading = phase else { return }
+    if liveTimer?.generation == generation { liveTimer = nil }
+    switch machine.timerFired(at: now, generation: generation, ids: &ids) {
+    case .stale:
+      break
+    case .rearm(let timer):
+      arm(timer, &effects)
+    case .ended(let element, _):
+      if let element { emit(element, &effects) }
+      // The emitted element is the consumer's now; keep no copy of it until the next burst.
+      machine.forgetWork()
+    }
+  }
+
+  /// Keeps `handle` as the live timer's; returns it to be cancelled when its timer is no longer
+  /// live (it fired or was replaced before the storage got here, or the iteration ended).
+  @inlinable mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
+    guard case .reading = phase, machine.liveTimer?.generation == generation else { return handle }
+    let replaced = liveTimer?.handle
+    liveTimer = (generation, handle)
+    return replaced
+  }
+
+  // MARK: - Observation, for the marble runner
+
+  /// Keeps `watcher` until the consumer waits in `next()` or the iteration has finished;
+  /// returns false when one of them is already the case.
+  @inlinable mutating func watch(_ watcher: CheckedContinuation<Void, Never>) -> Bool {
+    if consumer != nil { return false }
+    if case .finished = phase { return false }
+    watchers.append(watcher)
+    return true
+  }
+
+  // MARK: - Helpers
+
+  /// Hands `element` to the waiting consumer, or keeps it due in place of an older one.
+  @inlinable mutating func emit(_ element: Element, _ effects: inout Effects) {
+    if let consumer = consumer.take() {
+      effects.handoff = (consumer, .success(element))
+    } else {
+      due = element
+    }
+  }
+
+  @inlinable mutating func wait(_ consumer: Consumer, _ effects: inout Effects) {
+    self.consumer = consumer
+    effects.watchers = watchers
+    watchers = []
+  }
+
+  @inlinable mutating func arm(_ timer: TimerRequest, _ effects: inout Effects) {
+    effects.timer = timer
+    effects.cancelledTimer = liveTimer.take()?.handle
+  }
+
+  @inlinable mutating func finish(_ effects: inout Effects) {
+    phase = .finished
+    reading = nil
+    if let handle = liveTimer.take()?.handle { effects.cancelledTimer = handle }
+    effects.watchers += watchers
+    watchers = []
+  }
+}

@@ -1,0 +1,160 @@
+/// One iteration of an ``AsyncDebouncedSequence``: the shell that reads the base in a task of
+/// its own, arms the machine's timer on the clock, and hands due elements to the consumer.
+///
+/// Each event takes the lock once for its transition (``DebounceState``) and performs the
+/// effects outside it, as the queue and the actor do. The per-element path (a clock reading,
+/// one transition, usually no effect) allocates nothing; a timer is armed once per burst, and
+/// again only when the deadline moved.
+///
+/// The per-element path is `@inlinable`, so that a client compiles it for its own base, element
+/// and clock: unspecialised, generic metadata lookups cost more than the rest of it. Arming a
+/// timer, once per burst, is not inlined.
+@usableFromInline
+package final class DebounceStorage<Base: AsyncSequence & Sendable, C: Clock>: Sendable
+where Base.Element: Sendable, C.Duration == Duration {
+  @usableFromInline typealias Element = Base.Element
+  @usableFromInline typealias State = DebounceState<Element>
+
+  @usableFromInline let base: Base
+  @usableFromInline let clock: C
+  /// The instant of tick 0: the same as `timer`'s, so both read one time line.
+  @usableFromInline let origin: C.Instant
+  private let timer: ClockTimer<C>
+  @usableFromInline let rules: BurstRules
+  @usableFromInline let intervalNanoseconds: Int64
+  @usableFromInline let state: LockBox<State>
+
+  @usableFromInline
+  init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
+    self.base = base
+    self.clock = clock
+    timer = ClockTimer(clock: clock)
+    origin = timer.timeline.origin
+    rules = BurstRules(options)
+    intervalNanoseconds = interval.saturatingNanoseconds
+    state = LockBox(State())
+  }
+
+  // MARK: - The consumer
+
+  @inlinable
+  func next() async rethrows -> Element? {
+    let result = await withTaskCancellationHandler {
+      await withUnsafeContinuation { (consumer: State.Consumer) in
+        var effects = State.Effects()
+        state.withLock { $0.next(consumer, &effects) }
+        perform(effects)
+      }
+    } onCancel: {
+      end()
+    }
+    return try result.rethrowingGet()
+  }
+
+  /// Ends the iteration: the consumer was cancelled or dropped the iterator.
+  @inlinable
+  func end() {
+    var effects = State.Effects()
+    state.withLock { $0.end(&effects) }
+    perform(effects)
+  }
+
+  /// Returns once the consumer waits in `next()` with nothing due, or the iteration has
+  /// finished. The marble runner of `DelayedPreemptiveDispatchTesting` calls it, so that it
+  /// moves its clock only once the consumer has taken what was due.
+  package func waitUntilConsumerWaits() async {
+    await withCheckedContinuation { (watcher: CheckedContinuation<Void, Never>) in
+      if !state.withLock({ $0.watch(watcher) }) { watcher.resume() }
+    }
+  }
+
+  /// Whether the task that reads the base has returned, or never started; tests check it to
+  /// prove that no task outlives the iteration.
+  package var readingHasEnded: Bool {
+    state.withLock { !$0.readingStarted || $0.readingEnded }
+  }
+
+  // MARK: - The base
+
+  @inlinable
+  func startReading() {
+    let task = Task { await self.read() }
+    if state.withLock({ $0.readingStarted(task) }) { task.cancel() }
+  }
+
+  @inlinable
+  func read() async {
+    defer { state.withLock { $0.readingEnded = true } }
+    var iterator = base.makeAsyncIterator()
+    do {
+      while let element = try await iterator.next() {
+        let now = now()
+        let requested = now.advanced(byNanoseconds: intervalNanoseconds)
+        var effects = State.Effects()
+        let readsOn = state.withLock {
+          $0.receive(element, at: now, until: requested, rules: rules, &effects)
+        }
+        perform(effects)
+        if !readsOn { return }
+      }
+      baseEnded(.success(()))
+    } catch {
+      baseEnded(.failure(error))
+    }
+  }
+
+  @inlinable
+  func baseEnded(_ end: Result<Void, any Error>) {
+    var effects = State.Effects()
+    state.withLock { $0.baseEnded(end, &effects) }
+    perform(effects)
+  }
+
+  // MARK: - The timer
+
+  /// The clock's time as a ``Tick`` of `timer`'s time line.
+  @inlinable
+  func now() -> Tick {
+    let nanoseconds = origin.duration(to: clock.now).saturatingNanoseconds
+    // At the end of the time line, about 292 years on, the timer's reading stops the program
+    // with a message.
+    guard nanoseconds < .max else { return timerNow() }
+    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
+  }
+
+  @usableFromInline
+  func timerNow() -> Tick {
+    timer.now()
+  }
+
+  @usableFromInline
+  func timerFired(generation: UInt64) {
+    let now = timer.now()
+    var effects = State.Effects()
+    state.withLock { $0.timerFired(at: now, generation: generation, &effects) }
+    perform(effects)
+  }
+
+  @usableFromInline
+  func arm(_ request: TimerRequest) {
+    let generation = request.generation
+    timer.arm(
+      request, tolerance: rules.tolerance,
+      delivery: .task { [weak self] in self?.timerFired(generation: generation) },
+      install: { handle, generation in
+        state.withLock { $0.install(handle, generation: generation) }
+      })
+  }
+
+  // MARK: - Effects
+
+  @inlinable @inline(__always)
+  func perform(_ effects: State.Effects) {
+    if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
+    effects.cancelledTimer?.cancel()
+    if let request = effects.timer { arm(request) }
+    if effects.startsReading { startReading() }
+    effects.cancelledReading?.cancel()
+    for watcher in effects.watchers { watcher.resume() }
+  }
+}
