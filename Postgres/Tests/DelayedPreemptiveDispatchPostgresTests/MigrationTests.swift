@@ -86,7 +86,10 @@ struct PostgresMigrationTests {
     #expect(Set(ended) == [running1, running2])
     try await queue.delay("waiting", for: .zero, value: ["w3"])
     let runs = Runs<[String]>()
-    try await queue.withWorker(handler: { key, values in await runs.add(key, values) }) {
+    let handler: @Sendable (String, [String]) async throws -> Void = { key, values in
+      await runs.add(key, values)
+    }
+    try await queue.withWorker(handler: handler) {
       let drained = try await queue.drains(within: .seconds(10))
       #expect(drained)
     }
