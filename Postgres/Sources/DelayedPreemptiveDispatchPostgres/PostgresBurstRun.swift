@@ -14,7 +14,8 @@
 public struct PostgresBurstRun<Value: Codable & Sendable>: Sendable {
   /// The burst's key.
   public var key: String
-  /// The burst's last value (P2).
+  /// The burst's last value (P2); with `merge: .append`, the concatenation of its submissions'
+  /// arrays, in submission order.
   public var value: Value
   /// 1 for the burst's first run; counts retries and re-runs after a lost lease (P11).
   public var attempt: Int

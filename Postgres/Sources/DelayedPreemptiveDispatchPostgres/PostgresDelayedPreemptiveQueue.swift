@@ -9,7 +9,8 @@ import PostgresNIO
 ///
 /// Any replica may call ``delay(_:for:value:)``; any replica that calls
 /// ``run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)`` runs due bursts. A burst
-/// runs once, on one replica, with its last value (P2), never beside another run of its key
+/// runs once, on one replica, with its last value (P2) or, with `merge: .append`, with every
+/// value of the burst (see ``PostgresValueMerge``), never beside another run of its key
 /// (P3); a replica that dies mid-run hands the burst to another one once its `lease` has passed
 /// (P4). A handler that throws is retried with exponential backoff and, after `maxAttempts`,
 /// kept in ``failures()`` (P5).
