@@ -10,6 +10,14 @@ import PostgresNIO
 /// a new deadline is earlier than every deadline they know of, so that writers do not all
 /// NOTIFY (a NOTIFY takes a database-wide lock at commit). Rows are upserted in key order, so
 /// that concurrent batches lock rows in one order and cannot deadlock.
+///
+/// A row holds the key's bursts in order (see `Schema`): the head in `value`, the others in
+/// `later`. A submission joins the newest burst when that one still takes submissions: it is
+/// not running, and has fewer than `maxSubmissions` ($7). Otherwise it starts a new burst at
+/// the end of `later`: behind a running head (runs of one key never overlap), or behind a burst that reached
+/// `maxSubmissions`, even one that no worker has claimed yet. Joining merges the value: the
+/// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
+/// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
@@ -19,19 +27,28 @@ struct DelayStatement: PostgresPreparedStatement {
     ), upserted AS (
       INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted)
       SELECT $1, s.key, s.value::jsonb,
-        now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond',
-        now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond', now.t
+        CASE WHEN $7 <= 1 THEN now.t
+          ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        CASE WHEN $7 <= 1 THEN now.t
+          ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        now.t
       FROM unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay),
         (SELECT clock_timestamp() AS t) AS now
       ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
-        value = excluded.value,
+        value = CASE WHEN b.failed THEN excluded.value
+          WHEN \(intoHead) THEN \(merged("b.value")) ELSE b.value END,
+        later = CASE WHEN b.failed THEN '[]'::jsonb
+          WHEN \(intoLast) THEN jsonb_set(b.later,
+            ARRAY[(jsonb_array_length(b.later) - 1)::text], \(merged("(b.later -> -1)")))
+          WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
+          ELSE b.later END,
+        submissions = \(newestSubmissions),
         generation = b.generation + 1,
-        first_submitted = CASE WHEN \(freshBurst) THEN excluded.first_submitted
+        first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
           ELSE b.first_submitted END,
-        deadline = CASE WHEN \(freshBurst) THEN excluded.deadline ELSE \(mergedDeadline) END,
-        due_at = CASE WHEN b.claim IS NOT NULL THEN b.due_at
-          WHEN b.failed THEN excluded.due_at ELSE \(mergedDeadline) END,
+        deadline = \(newestDeadline),
+        due_at = CASE WHEN b.failed OR \(intoHead) THEN \(newestDeadline) ELSE b.due_at END,
         attempts = CASE WHEN b.failed THEN 0 ELSE b.attempts END,
         last_error = CASE WHEN b.failed THEN NULL ELSE b.last_error END,
         failed = false
@@ -43,11 +60,35 @@ struct DelayStatement: PostgresPreparedStatement {
       THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
     """
 
-  /// A submission starts a new burst when the key's last one failed for good, or when it is
-  /// running and no submission arrived since its claim (it runs after the running one: runs of
-  /// one key never overlap).
-  private static let freshBurst =
-    "(b.failed OR (b.claim IS NOT NULL AND b.generation = b.claimed_generation))"
+  /// The newest burst has received `maxSubmissions`: it takes no more.
+  private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"
+  /// The submission joins the head, which is the newest burst, waiting and not full.
+  private static let intoHead =
+    "(NOT b.failed AND b.claim IS NULL AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
+  /// The submission joins the newest burst, which waits in `later` and is not full.
+  private static let intoLast =
+    "(NOT b.failed AND b.later <> '[]'::jsonb AND NOT \(newestIsFull))"
+  /// The submission starts a new burst at the end of `later`: the head runs and nothing waits
+  /// behind it, or the newest burst is full.
+  private static let newBurst = """
+    (NOT b.failed AND ((b.claim IS NOT NULL AND b.later = '[]'::jsonb) OR \(newestIsFull)))
+    """
+  /// The submission starts a burst: a new one behind the others, or a fresh one that replaces
+  /// a failure.
+  private static let startsBurst = "(b.failed OR \(newBurst))"
+  /// The newest burst's submissions after this one.
+  private static let newestSubmissions =
+    "(CASE WHEN \(startsBurst) THEN 1 ELSE b.submissions + 1 END)"
+  /// The newest burst's deadline: the instant it reached `maxSubmissions`, or as a deadline
+  /// moves in-process.
+  private static let newestDeadline = """
+    (CASE WHEN \(newestSubmissions) >= coalesce($7, 2147483647) THEN excluded.first_submitted
+      WHEN \(startsBurst) THEN excluded.deadline ELSE \(mergedDeadline) END)
+    """
+  /// The burst's value with the submission's merged in: replaced, or appended (`.append`).
+  private static func merged(_ burst: String) -> String {
+    "(CASE WHEN $8 THEN \(burst) || excluded.value ELSE excluded.value END)"
+  }
   /// `.restart` sets the deadline, `.extend` only moves it later; `maxWait` bounds both.
   private static let mergedDeadline = """
     least(CASE WHEN $5 THEN excluded.deadline ELSE greatest(b.deadline, excluded.deadline) END,
@@ -55,13 +96,15 @@ struct DelayStatement: PostgresPreparedStatement {
     """
 
   static let bindingDataTypes: [PostgresDataType] = [
-    .text, .textArray, .textArray, .float8Array, .bool, .float8,
+    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool,
   ]
 
   var name: String
   var submissions: [Submission]
   var restart: Bool
   var maxWaitMilliseconds: Double?
+  var maxSubmissions: Int?
+  var append: Bool
 
   /// One call of `delay`, encoded.
   struct Submission: Sendable {
@@ -71,7 +114,7 @@ struct DelayStatement: PostgresPreparedStatement {
   }
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 6)
+    var bindings = PostgresBindings(capacity: 8)
     bindings.append(name)
     bindings.append(submissions.map(\.key))
     bindings.append(submissions.map(\.json))
@@ -82,11 +125,24 @@ struct DelayStatement: PostgresPreparedStatement {
     } else {
       bindings.appendNull()
     }
+    if let maxSubmissions {
+      bindings.append(maxSubmissions)
+    } else {
+      bindings.appendNull()
+    }
+    bindings.append(append)
     return bindings
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
 }
+
+/// When the burst behind the head (`later -> 0`) becomes due, as it becomes the head: at once
+/// if more bursts wait behind it (it reached `maxSubmissions`), else at the newest burst's
+/// deadline (which is the instant it reached `maxSubmissions`, if it did).
+let nextHeadDue = """
+  (CASE WHEN jsonb_array_length(b.later) > 1 THEN clock_timestamp() ELSE b.deadline END)
+  """
 
 /// The channel on which submissions and flushes wake sleeping workers; the payload is the
 /// queue's name.
@@ -94,10 +150,12 @@ let wakeChannel = "dpd_wake"
 
 /// Claims up to `limit` due rows (waiting past their deadline, or running with an expired
 /// lease), skipping rows that another replica is claiming at this moment. Each claim counts as
-/// an attempt, when it is made, and takes a fence from the sequence `dpd_fence`. A row whose
-/// lease ran out after its `maxAttempts`-th run (its worker died or lost the lease every time)
-/// is kept as failed instead of run again: it comes back with `exhausted` set, and is not
-/// claimed.
+/// an attempt, when it is made, and takes a fence from the sequence `dpd_fence`; it runs the
+/// row's head burst (`value`), so a burst taken over runs again with its own value, and the
+/// bursts behind it still wait. A head whose lease ran out after its `maxAttempts`-th run (its
+/// worker died or lost the lease every time) is not run again: when no burst waits behind it,
+/// the row is kept as failed and comes back with `exhausted` set; when one does, the head gives
+/// way to it (`gaveWay`), and that one is claimed by a later claim.
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
@@ -110,15 +168,19 @@ struct ClaimStatement: PostgresPreparedStatement {
       FOR UPDATE SKIP LOCKED
     )
     UPDATE dpd_bursts AS b SET
-      failed = \(exhausted),
+      failed = \(exhausted) AND b.later = '[]'::jsonb,
       last_error = CASE WHEN \(exhausted) THEN 'its last run never ended (its worker died or lost its '
         || 'lease); ' || b.attempts || ' runs in all' ELSE b.last_error END,
+      value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
+      later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
       claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
       owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
       fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
-      attempts = CASE WHEN \(exhausted) THEN b.attempts ELSE b.attempts + 1 END,
-      due_at = CASE WHEN \(exhausted) THEN b.due_at
+      attempts = CASE WHEN \(givesWay) THEN 0 WHEN \(exhausted) THEN b.attempts
+        ELSE b.attempts + 1 END,
+      due_at = CASE WHEN \(givesWay) THEN \(nextHeadDue)
+        WHEN \(exhausted) THEN b.due_at
         ELSE clock_timestamp() + $4 * interval '1 millisecond' END
     FROM due WHERE b.name = $1 AND b.key = due.key
     RETURNING b.key, b.value::text, b.claim, b.attempts, b.fence, b.failed,
@@ -127,6 +189,8 @@ struct ClaimStatement: PostgresPreparedStatement {
     """
   /// A run of this row began and never recorded its end `maxAttempts` times.
   private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
+  /// The exhausted head gives way to the burst behind it.
+  private static let givesWay = "(\(exhausted) AND b.later <> '[]'::jsonb)"
   static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8, .int8]
 
   var name: String
@@ -150,7 +214,8 @@ struct ClaimStatement: PostgresPreparedStatement {
       (String, String, UUID?, Int, Int64?, Bool, Bool, Double).self)
     return ClaimedBurst(
       key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
-      exhausted: exhausted, takenOver: takenOver, latenessMilliseconds: lateness)
+      exhausted: exhausted, gaveWay: claim == nil && !exhausted, takenOver: takenOver,
+      latenessMilliseconds: lateness)
   }
 }
 
@@ -164,24 +229,27 @@ struct ClaimedBurst: Sendable {
   var fence: Int64
   /// Not claimed: kept as failed, its attempts spent on runs that never ended.
   var exhausted: Bool
+  /// Not claimed: its attempts spent on runs that never ended, the head gave way to the burst
+  /// behind it, which a later claim runs.
+  var gaveWay: Bool
   /// The row was claimed before, by a worker whose lease ran out.
   var takenOver: Bool
   /// From the burst's deadline to the claim, on the database's clock.
   var latenessMilliseconds: Double
 }
 
-/// The end of successful runs, in one batch: deletes each row whose generation did not move
-/// since its claim, and releases the others as the waiting bursts that their submissions
-/// started, which can be claimed only now (runs of one key never overlap). A claim that was
-/// taken over (expired lease) matches nothing: the claims it returns are those whose end was
-/// recorded. It locks its rows in key order first, as the renewal and the upsert do, so that
-/// they cannot deadlock.
+/// The end of successful runs, in one batch: deletes each row with no burst behind its head,
+/// and makes the next burst the head of the others (the submissions during the run, or after a
+/// burst reached `maxSubmissions`, run after it: runs of one key never overlap). A claim that
+/// was taken over (expired lease) matches nothing: the claims it returns are those whose end
+/// was recorded. It locks its rows in key order first, as the renewal and the upsert do, so
+/// that they cannot deadlock.
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = UUID
 
   static let sql = """
     WITH done AS (
-      SELECT b.key, b.claim, b.generation = b.claimed_generation AS finished
+      SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished
       FROM dpd_bursts AS b, unnest($2::text[], $3::uuid[]) AS d(key, claim)
       WHERE b.name = $1 AND b.key = d.key AND b.claim = d.claim
       ORDER BY b.key
@@ -192,7 +260,7 @@ struct SucceededStatement: PostgresPreparedStatement {
       RETURNING done.claim
     ), released AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, due_at = b.deadline
+        attempts = 0, value = b.later -> 0, later = b.later - 0, due_at = \(nextHeadDue)
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
@@ -216,29 +284,47 @@ struct SucceededStatement: PostgresPreparedStatement {
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
 }
 
-/// The end of a run that threw: retry after an exponential backoff, or keep the row as failed
-/// once it has had `maxAttempts` runs (the claim counted this one). A submission that arrived
-/// during the run starts a new burst with its own attempts, as after a success. Returns
-/// whether the row was kept as failed; no row when the claim was taken over.
+/// The end of a run that threw: retry the head after an exponential backoff, or keep the row as
+/// failed once it has had `maxAttempts` runs (the claim counted this one). When a burst waits
+/// behind the head (submitted during the run, or after a burst reached `maxSubmissions`), the
+/// head gives way to it with `.replace` (its value is out of date) and with `.append` once its
+/// attempts are spent; with `.append` and attempts left, the head is retried before it, so no
+/// value is dropped. Returns `Outcome`; no row when the claim was taken over.
 struct FailedStatement: PostgresPreparedStatement {
-  typealias Row = Bool
+  typealias Row = Outcome
+
+  enum Outcome: Int, Sendable {
+    /// The head runs again after the backoff.
+    case retried = 0
+    /// The head is kept as failed.
+    case kept = 1
+    /// The head was dropped: the burst behind it is the head now.
+    case gaveWay = 2
+  }
 
   static let sql = """
-    UPDATE dpd_bursts SET claim = NULL, owner = NULL, claimed_generation = NULL,
-      attempts = CASE WHEN \(sameBurst) THEN attempts ELSE 0 END,
-      failed = \(sameBurst) AND attempts >= $4,
+    UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+      attempts = CASE WHEN \(givesWay) THEN 0 ELSE b.attempts END,
+      failed = b.later = '[]'::jsonb AND \(spent),
       last_error = $6,
-      deadline = CASE WHEN \(sameBurst) THEN \(retryAt) ELSE deadline END,
-      due_at = CASE WHEN \(sameBurst) THEN \(retryAt) ELSE deadline END
-    WHERE name = $1 AND key = $2 AND claim = $3
-    RETURNING failed
+      value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
+      later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
+      deadline = CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END,
+      due_at = CASE WHEN \(givesWay) THEN \(nextHeadDue) ELSE \(retryAt) END
+    WHERE b.name = $1 AND b.key = $2 AND b.claim = $3
+    RETURNING CASE WHEN b.failed THEN 1 WHEN b.attempts = 0 THEN 2 ELSE 0 END
     """
-  private static let sameBurst = "generation = claimed_generation"
+  /// The head has had its `maxAttempts` runs.
+  private static let spent = "b.attempts >= $4"
+  /// The head gives way to the burst behind it.
+  private static let givesWay = "(b.later <> '[]'::jsonb AND (NOT $7 OR \(spent)))"
   /// base × 2^(runs so far − 1), at most five minutes.
   private static let retryAt =
-    "clock_timestamp() + least($5 * power(2, greatest(attempts - 1, 0)), 300000) "
+    "clock_timestamp() + least($5 * power(2, greatest(b.attempts - 1, 0)), 300000) "
     + "* interval '1 millisecond'"
-  static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuid, .int8, .float8, .text]
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .text, .uuid, .int8, .float8, .text, .bool,
+  ]
 
   var name: String
   var key: String
@@ -246,19 +332,23 @@ struct FailedStatement: PostgresPreparedStatement {
   var maxAttempts: Int
   var backoffMilliseconds: Double
   var error: String
+  var append: Bool
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 6)
+    var bindings = PostgresBindings(capacity: 7)
     bindings.append(name)
     bindings.append(key)
     bindings.append(claim)
     bindings.append(maxAttempts)
     bindings.append(backoffMilliseconds)
     bindings.append(error)
+    bindings.append(append)
     return bindings
   }
 
-  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+  func decodeRow(_ row: PostgresRow) throws -> Row {
+    Outcome(rawValue: try row.decode(Int.self)) ?? .retried
+  }
 }
 
 /// Extends the leases of all the runs one worker holds, in one statement on the index on

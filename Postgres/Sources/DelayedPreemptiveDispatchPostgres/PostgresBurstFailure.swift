@@ -6,7 +6,8 @@
 public struct PostgresBurstFailure<Value: Codable & Sendable>: Sendable {
   /// The burst's key.
   public var key: String
-  /// The burst's last value: the one the handler was given.
+  /// The burst's value, as the handler was given it: its last one, or with `merge: .append`
+  /// the concatenation of its arrays.
   public var value: Value
   /// How many runs the burst had: each claim counts, also a run whose worker died or
   /// lost its lease.

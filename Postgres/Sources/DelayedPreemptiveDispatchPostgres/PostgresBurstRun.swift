@@ -14,7 +14,8 @@
 public struct PostgresBurstRun<Value: Codable & Sendable>: Sendable {
   /// The burst's key.
   public var key: String
-  /// The burst's last value: later submissions of the burst replaced earlier ones.
+  /// The burst's last value: later submissions of the burst replaced earlier ones; with
+  /// `merge: .append`, the concatenation of its submissions' arrays, in submission order.
   public var value: Value
   /// 1 for the burst's first run; counts retries and re-runs after a lost lease: every claim
   /// counts as an attempt, also one whose worker died.

@@ -105,12 +105,13 @@ extension PostgresDelayedPreemptiveQueue {
     return try await database("complete") { try await $0.rows(statement, logger: logger) }
   }
 
-  /// Records the end of a run that threw: returns whether the burst is now kept as failed, or
-  /// nil when the claim was taken over and nothing was recorded.
-  func failed(_ burst: ClaimedBurst, error: any Error) async throws -> Bool? {
+  /// Records the end of a run that threw: returns what became of the burst, or nil when the
+  /// claim was taken over and nothing was recorded.
+  func failed(_ burst: ClaimedBurst, error: any Error) async throws -> FailedStatement.Outcome? {
     let statement = FailedStatement(
       name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
-      backoffMilliseconds: retryBackoff.milliseconds, error: String(describing: error))
+      backoffMilliseconds: retryBackoff.milliseconds, error: String(describing: error),
+      append: merge == .append)
     let logger = logger
     return try await database("complete") { try await $0.rows(statement, logger: logger).first }
   }

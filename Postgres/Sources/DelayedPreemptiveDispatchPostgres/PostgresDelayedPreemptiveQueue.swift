@@ -11,10 +11,11 @@ import PostgresNIO
 ///
 /// Any replica may call ``delay(_:for:value:)``; any replica that calls
 /// ``run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)`` runs due bursts. A burst
-/// runs once, on one replica, with its last value, and never beside another run of its key,
-/// as long as no replica dies and every replica reaches the database within its `lease`; a
-/// replica that dies mid-run hands the burst to another one once its `lease` has passed. A
-/// handler that throws is retried with exponential backoff and, after `maxAttempts`, kept in
+/// runs once, on one replica, with its last value or, with `merge: .append`, with every value
+/// of the burst (see ``PostgresValueMerge``), and never beside another run of its key, as long
+/// as no replica dies and every replica reaches the database within its `lease`; a replica
+/// that dies mid-run hands the burst to another one once its `lease` has passed. A handler that
+/// throws is retried with exponential backoff and, after `maxAttempts`, kept in
 /// ``failures()``. <doc:GuaranteesInProduction> states each rule with the test that holds it.
 ///
 /// ```swift
@@ -41,6 +42,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   public let name: String
   /// The options given at `init`.
   public let options: DelayOptions
+  /// How a burst's submissions make its value, given at `init`: the last one wins (`.replace`),
+  /// or their arrays are concatenated (`.append`).
+  public let merge: PostgresValueMerge
   /// How long a claimed burst stays claimed without a renewal.
   public let lease: Duration
   /// How many runs a burst may have (each claim counts, also one whose worker died or lost the
@@ -90,32 +94,39 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// (default 30 s, at least 10 ms): how long a claimed burst stays claimed without a renewal
   /// before another replica may take it over; the running replica renews it every third of
   /// `lease`. `maxAttempts` (default 5, at least 1): how many runs a burst may have before it is
-  /// kept in ``failures()``. `logger` (default: discards everything) gets the queue's log lines;
-  /// `metricsFactory` (default: the global `MetricsSystem.factory`) makes its metrics.
+  /// kept in ``failures()``. `options.maxSubmissions` bounds a burst as in-process: the burst
+  /// that has received that many submissions is due at once, and the next submission starts a
+  /// new burst, also when no worker has claimed the full one yet. `merge` (default `.replace`):
+  /// how a burst's submissions make the value its handler gets, the last one (`.replace`) or
+  /// the concatenation of their arrays in submission order (`.append`, for a `Value` that
+  /// encodes as a JSON array). `logger` (default: discards everything) gets the queue's log
+  /// lines; `metricsFactory` (default: the global `MetricsSystem.factory`) makes its metrics.
   ///
   /// A database that cannot be reached is reported without its host and port, which the client
   /// does not expose, and without the server's reason; use
-  /// ``init(client:configuration:name:options:lease:maxAttempts:logger:metricsFactory:)`` to
-  /// have them named.
+  /// ``init(client:configuration:name:options:lease:maxAttempts:merge:logger:metricsFactory:)``
+  /// to have them named.
   public init(
     client: PostgresClient, name: String, options: DelayOptions = DelayOptions(),
-    lease: Duration = .seconds(30), maxAttempts: Int = 5, logger: Logger = Self.silentLogger,
+    lease: Duration = .seconds(30), maxAttempts: Int = 5, merge: PostgresValueMerge = .replace,
+    logger: Logger = Self.silentLogger,
     metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) {
     self.init(
       client: client, endpoint: Endpoint(host: "(host not given)", port: 0), probe: nil,
-      name: name, options: options, lease: lease, maxAttempts: maxAttempts, logger: logger,
-      metricsFactory: metricsFactory)
+      name: name, options: options, lease: lease, maxAttempts: maxAttempts, merge: merge,
+      logger: logger, metricsFactory: metricsFactory)
   }
 
-  /// The same as ``init(client:name:options:lease:maxAttempts:logger:metricsFactory:)``, given
+  /// The same as ``init(client:name:options:lease:maxAttempts:merge:logger:metricsFactory:)``, given
   /// the configuration that `client` was made with, so that an unreachable database is
   /// reported by host and port, with the reason the server or the network gives (a wrong
   /// password, an unknown database, a refused connection) as soon as it is known.
   public init(
     client: PostgresClient, configuration: PostgresClient.Configuration, name: String,
     options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30), maxAttempts: Int = 5,
-    logger: Logger = Self.silentLogger, metricsFactory: any MetricsFactory = MetricsSystem.factory
+    merge: PostgresValueMerge = .replace, logger: Logger = Self.silentLogger,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) {
     self.init(
       client: client,
@@ -123,14 +134,14 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
         host: configuration.host ?? configuration.unixSocketPath ?? "(unknown host)",
         port: configuration.port ?? 0),
       probe: ConnectionProbe(configuration: configuration),
-      name: name, options: options, lease: lease, maxAttempts: maxAttempts, logger: logger,
-      metricsFactory: metricsFactory)
+      name: name, options: options, lease: lease, maxAttempts: maxAttempts, merge: merge,
+      logger: logger, metricsFactory: metricsFactory)
   }
 
   init(
     client: PostgresClient, endpoint: Endpoint, probe: ConnectionProbe?, name: String,
-    options: DelayOptions, lease: Duration, maxAttempts: Int, logger: Logger,
-    metricsFactory: any MetricsFactory
+    options: DelayOptions, lease: Duration, maxAttempts: Int, merge: PostgresValueMerge,
+    logger: Logger, metricsFactory: any MetricsFactory
   ) {
     requireArgument(
       !name.isEmpty, "PostgresDelayedPreemptiveQueue: name must not be empty")
@@ -149,6 +160,12 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       lease >= .milliseconds(10), "PostgresDelayedPreemptiveQueue: lease must be at least 10 ms")
     requireArgument(
       maxAttempts >= 1, "PostgresDelayedPreemptiveQueue: maxAttempts must be at least 1")
+    if let maxSubmissions = options.maxSubmissions {
+      requireArgument(
+        maxSubmissions >= 1,
+        "PostgresDelayedPreemptiveQueue: options.maxSubmissions must be at least 1 (or nil for "
+          + "no bound), got \(maxSubmissions)")
+    }
     if let maxWait = options.maxWait {
       requireArgument(
         maxWait >= .zero, "PostgresDelayedPreemptiveQueue: options.maxWait must not be negative")
@@ -158,6 +175,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     self.probe = probe
     self.name = name
     self.options = options
+    self.merge = merge
     self.lease = lease
     self.maxAttempts = maxAttempts
     var logger = logger
@@ -189,24 +207,31 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
 
   /// Submits `value` for `key`: starts the key's burst with a deadline `duration` from the
   /// database's now, or moves the pending burst's deadline (`.extend`: only later; `.restart`:
-  /// to now + `duration`), bounded by the burst's first submission plus `maxWait`. The value
-  /// replaces the burst's value: the handler gets the last one. A `duration` or `maxWait`
-  /// beyond what PostgreSQL's `interval` holds saturates to 200 years: "never, unless flushed",
-  /// as in-process, never a raw SQL error; a negative one counts as zero.
+  /// to now + `duration`), bounded by the burst's first submission plus `maxWait`. With
+  /// `merge: .replace` the value replaces the burst's value: the handler gets the last one. With
+  /// `merge: .append` the value, a JSON array, is appended to the burst's: the handler gets the
+  /// concatenation of the burst's arrays in submission order. A burst that has received
+  /// `options.maxSubmissions` submissions is due at once; the next submission starts a new
+  /// burst that runs after it. A `duration` or `maxWait` beyond what PostgreSQL's `interval`
+  /// holds saturates to 200 years: "never, unless flushed", as in-process, never a raw SQL
+  /// error; a negative one counts as zero.
   ///
   /// When the key's handler is running, the submission starts a new burst that runs after that
-  /// run has finished, never beside it. When the key's last burst failed for good, it starts a
-  /// fresh burst and clears the failure. One `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping
-  /// workers only when it makes the earliest deadline earlier. Concurrent calls on one instance
-  /// (and its copies) are sent together as one multi-row upsert; each call returns once its
+  /// run has finished, never beside it, with its own value only. When the key's last burst
+  /// failed for good, it starts a fresh burst and clears the failure. One
+  /// `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping workers only when it makes the earliest
+  /// deadline earlier. Concurrent calls on one instance (and its copies) are sent together as
+  /// one multi-row upsert; each call returns once its
   /// submission is stored, and a call that returned is never lost.
   ///
   /// Throws, always a ``PostgresDelayedPreemptiveQueueError``: `emptyKey` or `invalidKey` for
   /// a key that cannot be stored, `valueNotEncodable` for a value that does not encode as JSON
-  /// or holds a NUL character (in these three cases before the submission joins a batch, so
-  /// no other caller is affected); `databaseUnreachable` when no connection could be had
+  /// or holds a NUL character, or (with `merge: .append`) does not encode as a JSON array (in
+  /// these cases before the submission joins a batch, so no other caller is affected);
+  /// `databaseUnreachable` when no connection could be had
   /// within `connectionTimeout` (nothing was written); `outcomeUnknown` when the submission was
-  /// sent but not confirmed within `connectionTimeout` (retrying is safe); `databaseError` when
+  /// sent but not confirmed within `connectionTimeout` (retrying is safe; with `merge: .append`
+  /// a retry may append the value twice, if the first call was applied); `databaseError` when
   /// the database refused it.
   public func delay(_ key: String, for duration: Duration, value: Value) async throws {
     _ = try await submit(key, for: duration, value: value)
@@ -214,9 +239,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
 
   /// ``delay(_:for:value:)``, returning whether the submission sent a wake-up NOTIFY.
   func submit(_ key: String, for duration: Duration, value: Value) async throws -> Bool {
+    let key = try checked(key)
+    let json = try ValueCodec.encode(value, key: key)
+    if merge == .append { try ValueCodec.requireArray(json, key: key) }
     let submission = DelayStatement.Submission(
-      key: try checked(key), json: try ValueCodec.encode(value, key: key),
-      delayMilliseconds: duration.milliseconds)
+      key: key, json: json, delayMilliseconds: duration.milliseconds)
     let notified = try await submissions.submit(submission, using: self)
     metrics.submissions.increment()
     return notified
@@ -227,18 +254,19 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   func upsert(_ batch: [DelayStatement.Submission], timeout: Duration) async throws -> Bool {
     let statement = DelayStatement(
       name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
-      maxWaitMilliseconds: options.maxWait?.milliseconds)
+      maxWaitMilliseconds: options.maxWait?.milliseconds,
+      maxSubmissions: options.maxSubmissions, append: merge == .append)
     let logger = logger
     return try await database("delay", timeout: timeout) { connection in
       try await connection.rows(statement, logger: logger).first ?? false
     }
   }
 
-  /// Cancels the key's pending burst: its handler will not run for it. Returns whether there
-  /// was one. A run in progress is not interrupted; a burst waiting behind it (submitted during
-  /// the run) is cancelled. A failed burst stays in ``failures()``. One gap: the row keeps the
-  /// cancelled burst's value until the run ends, so if the running replica dies, the re-run
-  /// after its lease gets that value.
+  /// Cancels the key's pending bursts: their handler will not run for them. Returns whether
+  /// there was one. A run in progress is not interrupted; the bursts waiting behind it
+  /// (submitted during the run, or after a burst reached `maxSubmissions`) are cancelled. A
+  /// failed burst stays in ``failures()``. If the running replica dies, the re-run after its
+  /// lease gets the running burst's own value.
   ///
   /// Throws as ``delay(_:for:value:)`` does, but for the value; and `CancellationError` when
   /// the calling task is cancelled before the call was sent (nothing was written).
@@ -253,9 +281,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
           DELETE FROM dpd_bursts
           WHERE name = \(name) AND key = \(key) AND claim IS NULL AND NOT failed RETURNING 1
         ), behind AS (
-          UPDATE dpd_bursts SET claimed_generation = generation
+          UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb
           WHERE name = \(name) AND key = \(key) AND claim IS NOT NULL
-            AND generation > claimed_generation
+            AND later <> '[]'::jsonb
           RETURNING 1
         )
         SELECT (SELECT count(*) FROM waiting) + (SELECT count(*) FROM behind)
@@ -263,7 +291,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// Makes the key's pending burst due now and, when there was one, wakes the workers; returns
+  /// Makes the key's pending bursts due now and, when there was one, wakes the workers; returns
   /// whether there was one. A burst waiting behind a running one becomes due when that run has
   /// finished. For a key without a pending burst (unknown, failed for good, or running with no
   /// submission since its claim) it changes nothing and sends no NOTIFY.
@@ -280,7 +308,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
           UPDATE dpd_bursts SET deadline = clock_timestamp(),
             due_at = CASE WHEN claim IS NULL THEN clock_timestamp() ELSE due_at END
           WHERE name = \(name) AND key = \(key) AND NOT failed
-            AND (claim IS NULL OR generation > claimed_generation)
+            AND (claim IS NULL OR later <> '[]'::jsonb)
           RETURNING 1
         )
         SELECT CASE WHEN EXISTS (SELECT 1 FROM flushed)

@@ -10,9 +10,18 @@ import PostgresNIO
 /// Version 2 adds the fence: every claim takes the next value of the sequence `dpd_fence`, so
 /// fences grow strictly per key across every replica, also after a key's row was deleted and
 /// created again; and an index on `claim`, on which a worker renews all its leases at once.
+///
+/// Version 3 lets a row hold several bursts of its key, in order: `value` is the head burst's
+/// (the one that runs next, or runs now), `later` the values of the bursts behind it, oldest
+/// first, and `submissions` how many submissions the newest burst has received. A burst is
+/// behind the head when it was submitted during the head's run, or after the burst before it
+/// reached `maxSubmissions`; only the newest burst takes further submissions. `deadline` and
+/// `first_submitted` are the newest burst's; a burst that reached `maxSubmissions` has its
+/// deadline set to the instant it did, so it is due at once. Rows of version 2 that held a
+/// burst submitted during a run (`generation > claimed_generation`) get it in `later`.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 2
+  static let version = 3
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -61,6 +70,15 @@ enum Schema {
           ALTER TABLE dpd_bursts ADD COLUMN fence bigint;
           CREATE INDEX dpd_bursts_claim ON dpd_bursts (claim) WHERE claim IS NOT NULL;
           UPDATE dpd_schema SET version = 2;
+          found := 2;
+        END IF;
+        IF found < 3 THEN
+          ALTER TABLE dpd_bursts
+            ADD COLUMN later jsonb NOT NULL DEFAULT '[]'::jsonb,
+            ADD COLUMN submissions integer NOT NULL DEFAULT 1;
+          UPDATE dpd_bursts SET later = jsonb_build_array(value)
+          WHERE claim IS NOT NULL AND generation > claimed_generation AND NOT failed;
+          UPDATE dpd_schema SET version = 3;
         END IF;
       END
       $migration$

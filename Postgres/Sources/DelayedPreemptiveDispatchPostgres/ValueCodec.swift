@@ -19,6 +19,25 @@ enum ValueCodec {
     return json
   }
 
+  /// Throws `valueNotEncodable` unless `json` (the encoder's output) is a JSON array, as a
+  /// queue with `merge: .append` needs.
+  static func requireArray(_ json: String, key: String) throws {
+    guard json.utf8.first == UInt8(ascii: "[") else {
+      let kind =
+        switch json.utf8.first {
+        case UInt8(ascii: "{"): "a JSON object"
+        case UInt8(ascii: "\""): "a JSON string"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): "a JSON boolean"
+        case UInt8(ascii: "n"): "JSON null"
+        default: "a JSON number"
+        }
+      throw PostgresDelayedPreemptiveQueueError.valueNotEncodable(
+        key: key,
+        reason: "merge: .append needs a value that encodes as a JSON array; it encodes "
+          + "as \(kind)")
+    }
+  }
+
   /// Whether JSON text holds the escape of a NUL character: `\u0000` after an even number of
   /// backslashes (an odd number would make the first one part of an escaped backslash).
   static func holdsNUL(_ json: String) -> Bool {

@@ -110,6 +110,15 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     }
     backlog = claimed.count == free
     for burst in claimed {
+      if burst.gaveWay {
+        queue.metrics.failed.increment()
+        let message =
+          "burst dropped: its last run never ended (its worker died or lost the lease) and a "
+          + "later burst of its key runs next"
+        logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
+        logger.debug("dropped", metadata: ["dpd.key": "\(burst.key)"])
+        continue
+      }
       if burst.exhausted {
         queue.metrics.failed.increment()
         logger.warning(
@@ -186,13 +195,26 @@ struct Worker<Value: Codable & Sendable>: Sendable {
           }
           switch kept {
           case nil: leaseLost(burst)
-          case true?:
+          case .gaveWay? where burst.attempt >= queue.maxAttempts:
+            queue.metrics.failed.increment()
+            let message =
+              "burst dropped after \(burst.attempt) runs: \(error); a later burst of its key "
+              + "runs next, so it is not kept"
+            logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
+            logger.debug("dropped", metadata: ["dpd.key": "\(burst.key)"])
+          case .gaveWay?:
+            queue.metrics.retried.increment()
+            logger.info(
+              "handler threw; the later burst of its key, with a newer value, runs next: \(error)",
+              metadata: ["dpd.attempt": "\(burst.attempt)"])
+            logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
+          case .kept?:
             queue.metrics.failed.increment()
             logger.warning(
               "burst kept as failed after \(burst.attempt) runs: \(error)",
               metadata: ["dpd.attempts": "\(burst.attempt)"])
             logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
-          case false?:
+          case .retried?:
             queue.metrics.retried.increment()
             logger.info(
               "handler threw; retrying with backoff: \(error)",

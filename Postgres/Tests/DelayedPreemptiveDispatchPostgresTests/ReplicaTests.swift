@@ -84,6 +84,110 @@ struct PostgresReplicaTests {
     }
   }
 
+  /// A queue of `[String]` with `merge: .append`, for the replicas started with `--append`.
+  static func withAppendQueue(
+    _ prefix: String,
+    _ body:
+      @Sendable (PostgresDelayedPreemptiveQueue<[String]>, PostgresClient) async throws -> Void
+  ) async throws {
+    try await TestDatabase.withClient { client, configuration in
+      let queue = PostgresDelayedPreemptiveQueue<[String]>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName(prefix),
+        merge: .append)
+      try await queue.migrate()
+      try await body(queue, client)
+    }
+  }
+
+  /// The multi-replica run with `merge: .append`: every submission carries a value of its own,
+  /// so a value lost or run twice anywhere shows up in the elements of the finished runs.
+  @Test func threeReplicasWithAppendLoseNoValueAndRunNoneTwice() async throws {
+    try await Self.withAppendQueue("replicas-append") { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let workers = try await Self.startWorkers(
+        3, name: queue.name, ["--append", "--concurrency", "8", "--handler-ms", "1"])
+      let keys = 3_000
+      let started = ContinuousClock.now
+      // 4 producers; each owns every 4th key, submits it three times (one burst), and comes
+      // back to every 7th key later, twice, while it may be running.
+      let submitted = try await withThrowingTaskGroup(of: [String: [String]].self) { group in
+        for producer in 0..<4 {
+          group.addTask {
+            var sent: [String: [String]] = [:]
+            for index in stride(from: producer, to: keys, by: 4) {
+              for round in 1...3 {
+                let value = "\(index)-\(round)"
+                try await queue.delay("k\(index)", for: .milliseconds(20), value: [value])
+                sent["k\(index)", default: []].append(value)
+              }
+            }
+            for index in stride(from: producer, to: keys, by: 28) {
+              for round in 4...5 {
+                let value = "\(index)-\(round)"
+                try await queue.delay("k\(index)", for: .milliseconds(20), value: [value])
+                sent["k\(index)", default: []].append(value)
+              }
+            }
+            return sent
+          }
+        }
+        return try await group.reduce(into: [:]) { $0.merge($1) { old, _ in old } }
+      }
+      #expect(try await queue.drains(within: .seconds(90)))
+      let elapsed = ContinuousClock.now - started
+      try await Self.stop(workers)
+
+      let received = try await table.finishedElements()
+      var seen: [String: Int] = [:]
+      for elements in received.values { for element in elements { seen[element, default: 0] += 1 } }
+      let values = submitted.values.flatMap { $0 }
+      let lost = values.filter { seen[$0] == nil }.count
+      let duplicated = seen.values.reduce(0) { $0 + max(0, $1 - 1) }
+      let outOfOrder = submitted.filter { received[$0.key] != $0.value }.count
+      let overlaps = try await table.overlaps()
+      let runs = try await table.runs()
+      print(
+        "replicas with append: \(keys) keys, \(values.count) values in \(runs) runs in \(elapsed); "
+          + "lost \(lost), duplicated \(duplicated), keys out of order \(outOfOrder), "
+          + "overlaps \(overlaps)")
+      let returning = (0..<4).map { Array(stride(from: $0, to: keys, by: 28)).count }
+      #expect(values.count == keys * 3 + 2 * returning.reduce(0, +))
+      #expect(lost == 0)
+      #expect(duplicated == 0)
+      #expect(outOfOrder == 0)
+      #expect(overlaps == 0)
+      #expect(runs < values.count)  // bursts merged their submissions
+      #expect(try await table.runs(finished: false) == 0)
+    }
+  }
+
+  /// A burst taken over after its replica died runs again with its own array: the submission
+  /// made during its run is not merged into the re-run, and runs after it, alone.
+  @Test func aTakenOverBurstWithAppendRunsAgainWithItsOwnArray() async throws {
+    try await Self.withAppendQueue("takeover-append") { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let flags = ["--append", "--handler-ms", "2500", "--lease-ms", "3000"]
+      let victim = try await Self.startWorkers(1, name: queue.name, flags)[0]
+      try await queue.delay("t", for: .milliseconds(100), value: ["a"])
+      try await queue.delay("t", for: .milliseconds(100), value: ["b"])
+      #expect(
+        try await TestDatabase.eventually(within: .seconds(30)) {
+          try await table.runs(finished: false) == 1
+        })
+      try await queue.delay("t", for: .zero, value: ["c"])
+      victim.signal(SIGKILL)
+      _ = try await victim.waitForExit()
+      let survivor = try await Self.startWorkers(1, name: queue.name, flags)
+      #expect(try await queue.drains(within: .seconds(60)))
+      try await Self.stop(survivor)
+      #expect(try await table.finishedElements()["t"] == ["a", "b", "c"])
+      #expect(try await table.runs(finished: true) == 2)  // [a, b] again, then [c] alone
+      #expect(try await table.overlaps() == 0)
+    }
+  }
+
   @Test func killedReplicasBurstsRunAgainElsewhereAfterTheLease() async throws {
     try await TestDatabase.withQueue("crash") { queue, client in
       try await RunTable.create(client)

@@ -80,6 +80,23 @@ struct RunTable {
     return counts
   }
 
+  /// With `--append`, where each run's value is a JSON array: each key's elements over its
+  /// finished runs, in the order the runs started.
+  func finishedElements() async throws -> [String: [String]] {
+    var elements: [String: [String]] = [:]
+    let rows = try await client.query(
+      """
+      SELECT r.key, e.element FROM dpd_test_runs AS r,
+        jsonb_array_elements_text(r.value::jsonb) WITH ORDINALITY AS e(element, position)
+      WHERE r.name = \(name) AND r.finished IS NOT NULL
+      ORDER BY r.key, r.started, r.id, e.position
+      """)
+    for try await (key, element) in rows.decode((String, String).self) {
+      elements[key, default: []].append(element)
+    }
+    return elements
+  }
+
   private func count(_ query: PostgresQuery) async throws -> Int {
     for try await value in try await client.query(query).decode(Int.self) { return value }
     return 0

@@ -19,6 +19,9 @@ struct WorkerSettings: Sendable {
   /// Asks for `options.leading`, which the queue refuses with a precondition message: the tests
   /// check that message through this flag.
   var leading = false
+  /// A queue of `[String]` with `merge: .append` instead of `String` with `.replace`.
+  var append = false
+  var maxSubmissions: Int?
 
   init(arguments: [String]) {
     var remaining = arguments[...]
@@ -30,6 +33,8 @@ struct WorkerSettings: Sendable {
       case "--crash": crash = true
       case "--quiet": quiet = true
       case "--leading": leading = true
+      case "--append": append = true
+      case "--max-submissions": maxSubmissions = Self.number(remaining.popFirst(), flag)
       case "--log-level": logLevel = remaining.popFirst()
       case "--name": name = remaining.popFirst() ?? name
       case "--concurrency": concurrency = Self.number(remaining.popFirst(), flag)

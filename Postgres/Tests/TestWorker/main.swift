@@ -17,6 +17,9 @@
 //   --quiet               print nothing per run
 //   --log-level LEVEL     log the queue's lines at LEVEL and above to stderr
 //   --leading             ask for options.leading (unsupported: stops with a precondition message)
+//   --append              a queue of [String] with merge: .append; a run's value is recorded and
+//                         printed as its JSON text
+//   --max-submissions N   options.maxSubmissions
 // It prints "ready" on stdout once the schema is migrated and the worker runs.
 import DelayedPreemptiveDispatch
 import DelayedPreemptiveDispatchPostgres
@@ -37,20 +40,16 @@ let configuration = try PostgresURL.configuration(url)
 let client = PostgresClient(configuration: configuration)
 let clientRun = Task { await client.run() }
 
-var logger = PostgresDelayedPreemptiveQueue<String>.silentLogger
-if let level = settings.logLevel.flatMap(Logger.Level.init(rawValue:)) {
-  logger = Logger(
+let logger: Logger = {
+  guard let level = settings.logLevel.flatMap(Logger.Level.init(rawValue:)) else {
+    return PostgresDelayedPreemptiveQueue<String>.silentLogger
+  }
+  var logger = Logger(
     label: "dpd-postgres-test-worker", factory: { StreamLogHandler.standardError(label: $0) })
   logger.logLevel = level
-}
-var queue = PostgresDelayedPreemptiveQueue<String>(
-  client: client, configuration: configuration, name: settings.name,
-  options: DelayOptions(leading: settings.leading),
-  lease: .milliseconds(settings.leaseMilliseconds), maxAttempts: settings.maxAttempts,
-  logger: logger)
-queue.safetyPoll = .milliseconds(200)
-queue.outageBackoff = .seconds(1)
-queue.retryBackoff = .milliseconds(settings.retryBackoffMilliseconds)
+  return logger
+}()
+let options = DelayOptions(leading: settings.leading, maxSubmissions: settings.maxSubmissions)
 let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
 let batch = RunBatch(recorder: recorder)
 let batchWriter = Task {
@@ -60,17 +59,29 @@ let batchWriter = Task {
   }
 }
 
-let work = Task { [queue] in
+/// Makes the queue, migrates, prints "ready", and runs the worker; `text` is how a value is
+/// recorded and printed.
+@Sendable func serve<Value: Codable & Sendable>(
+  _ type: Value.Type, merge: PostgresValueMerge, text: @escaping @Sendable (Value) -> String
+) async throws {
+  var queue = PostgresDelayedPreemptiveQueue<Value>(
+    client: client, configuration: configuration, name: settings.name, options: options,
+    lease: .milliseconds(settings.leaseMilliseconds), maxAttempts: settings.maxAttempts,
+    merge: merge, logger: logger)
+  queue.safetyPoll = .milliseconds(200)
+  queue.outageBackoff = .seconds(1)
+  queue.retryBackoff = .milliseconds(settings.retryBackoffMilliseconds)
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
   try await queue.run(concurrency: settings.concurrency) { run in
+    let value = text(run.value)
     if settings.recordBatched {
-      await batch.add(key: run.key, value: run.value, fence: run.fence)
+      await batch.add(key: run.key, value: value, fence: run.fence)
     }
     let id =
       settings.record
       ? try await bounded {
-        try await recorder.started(key: run.key, value: run.value, fence: run.fence)
+        try await recorder.started(key: run.key, value: value, fence: run.fence)
       } : nil
     if settings.crash { kill(getpid(), SIGKILL) }
     var cancelledAt: Double?
@@ -83,7 +94,7 @@ let work = Task { [queue] in
     }
     if settings.fenced, let id {
       _ = try await bounded {
-        try await recorder.fencedWrite(id, key: run.key, value: run.value, fence: run.fence)
+        try await recorder.fencedWrite(id, key: run.key, value: value, fence: run.fence)
       }
     }
     if settings.observeCancellationMilliseconds > 0, cancelledAt == nil {
@@ -97,7 +108,18 @@ let work = Task { [queue] in
       try await bounded { try await recorder.cancelled(id, at: cancelledAt) }
     }
     if let id, cancelledAt == nil { try await bounded { try await recorder.finished(id) } }
-    if !settings.quiet { print("ran \(run.key) = \(run.value)") }
+    if !settings.quiet { print("ran \(run.key) = \(value)") }
+  }
+}
+
+let work = Task {
+  if settings.append {
+    // Each run's array is recorded as its JSON text.
+    try await serve([String].self, merge: .append) { values in
+      String(decoding: (try? JSONEncoder().encode(values)) ?? Data("[]".utf8), as: UTF8.self)
+    }
+  } else {
+    try await serve(String.self, merge: .replace) { $0 }
   }
   batchWriter.cancel()
   try await uncancelled { try await batch.flush() }
