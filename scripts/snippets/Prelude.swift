@@ -120,8 +120,15 @@ struct User: Sendable {
 }
 let user = User()
 
+/// One change to a document.
+struct Edit: Sendable {
+  var text = ""
+}
+let edit = Edit()
+
 final class SearchIndex: Sendable {
   func reindex(_ id: DocumentID, _ document: Document) {}
+  func apply(_ edits: [Edit], to id: DocumentID) {}
 }
 let search = SearchIndex()
 
