@@ -111,13 +111,29 @@ describe() {
 }
 
 rows=()
+declare -A figures=()
 for spec in "${specs[@]}"; do
   name="${spec%%:*}"
   size="${spec##*:}"
   figure="$(per_call "$name" "$size")"
+  figures[$name]="$figure"
   printf '%-18s %10s\n' "$name" "$figure"
   rows+=("| \`$name\`: $(describe "$name") | $(group "$figure") | $(group "$size") |")
 done
+
+# An appending `combine` against last-wins: per call, per burst, and the 10,000 against the 10.
+per_burst() { awk -v call="$1" -v n="$2" 'BEGIN { printf "%.0f", call * n }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+combine_text="Keeping every value: per call, an appending \`combine\` costs \
+$(ratio "${figures[keyed-append-10]}" "${figures[keyed-last-wins-10]}")× last-wins in bursts of 10 \
+and $(ratio "${figures[keyed-append-10k]}" "${figures[keyed-last-wins-10k]}")× in bursts of 10,000; \
+per burst, $(group "$(per_burst "${figures[keyed-append-10]}" 10)") against \
+$(group "$(per_burst "${figures[keyed-last-wins-10]}" 10)") instructions for 10 submissions. A \
+submission appended to a burst of 10,000 costs \
+$(ratio "${figures[keyed-append-10k]}" "${figures[keyed-append-10]}")× one appended to a burst \
+of 10 (the new keys of the small bursts are the difference): the burst's array grows in place, \
+never copied per submission."
+echo "$combine_text" | tr -s ' ' >&2
 
 [[ -n "$markdown" ]] || exit 0
 
@@ -146,6 +162,8 @@ TEXT
   echo "| workload, per call | instructions | N |"
   echo "|---|--:|--:|"
   printf '%s\n' "${rows[@]}"
+  echo
+  echo "$combine_text" | fold -s -w 96 | sed 's/ *$//'
   cat <<'TEXT'
 
 Rerun with `bash scripts/instructions.sh` (about 30 s after the release build); a change to
