@@ -24,6 +24,13 @@ let package = Package(
       name: "dpd-precondition-probe",
       dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
+    // Measures a keyed instance's live heap alone in its process, for KeyedMemoryTests.
+    .executableTarget(
+      name: "dpd-memory-probe",
+      dependencies: [
+        "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "DPDHeapStatistics",
+      ]
+    ),
     // The client that scripts/instructions.sh counts instructions in (callgrind, release build).
     .executableTarget(
       name: "dpd-instructions",
@@ -35,7 +42,7 @@ let package = Package(
       name: "DelayedPreemptiveDispatchTests",
       dependencies: [
         "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "dpd-precondition-probe",
-        "DPDHeapStatistics",
+        "dpd-memory-probe", "DPDHeapStatistics",
       ]
     ),
     // Imports only the testing module, as the README's "Testing without sleeping" does.
