@@ -704,18 +704,18 @@ def preserved_sections():
     return "\n" + text[start:] if start >= 0 else ""
 
 
-def keyed(run_first):
-    """Runs the Keyed target alone (into Benchmarks/.results/keyed) and replaces the "Keyed
-    bursts" section of BENCHMARKS.md with its figures, leaving every other section as it is."""
+def rerun_section(run_first, target, results_dir, heading, make_section):
+    """Runs one benchmark target alone (into `results_dir`) and replaces the section of
+    BENCHMARKS.md under `heading` with its figures, leaving every other section as it is."""
     if run_first:
-        run(KEYED_RESULTS, ["Keyed"])
-    info = json.loads((KEYED_RESULTS / "machine.json").read_text())
-    results = Results(load(KEYED_RESULTS))
+        run(results_dir, [target])
+    info = json.loads((results_dir / "machine.json").read_text())
+    results = Results(load(results_dir))
     if not results.raw:
-        sys.exit(f"no exported results in {KEYED_RESULTS}")
-    section = keyed_section(results, info)
+        sys.exit(f"no exported results in {results_dir}")
+    section = make_section(results, info)
     text = REPORT.read_text()
-    start = text.find("## Keyed bursts")
+    start = text.find(heading)
     if start >= 0:
         end = text.find("\n## ", start)
         text = text[:start] + section + (text[end:] if end >= 0 else "")
@@ -724,30 +724,17 @@ def keyed(run_first):
         anchor = anchor if anchor >= 0 else text.find("## Reproduce")
         text = text[:anchor] + section + "\n" + text[anchor:]
     REPORT.write_text(text)
-    print(f"wrote the Keyed bursts section of {REPORT.relative_to(ROOT)}")
+    print(f"wrote the {heading[3:]} section of {REPORT.relative_to(ROOT)}")
+
+
+def keyed(run_first):
+    """The "Keyed bursts" section alone (Benchmarks/.results/keyed)."""
+    rerun_section(run_first, "Keyed", KEYED_RESULTS, "## Keyed bursts", keyed_section)
 
 
 def stream(run_first):
-    """Runs the Stream target alone (into Benchmarks/.results/stream) and replaces the "Streams"
-    section of BENCHMARKS.md with its figures, leaving every other section as it is."""
-    if run_first:
-        run(STREAM_RESULTS, ["Stream"])
-    info = json.loads((STREAM_RESULTS / "machine.json").read_text())
-    results = Results(load(STREAM_RESULTS))
-    if not results.raw:
-        sys.exit(f"no exported results in {STREAM_RESULTS}")
-    section = stream_section(results, info)
-    text = REPORT.read_text()
-    start = text.find("## Streams")
-    if start >= 0:
-        end = text.find("\n## ", start)
-        text = text[:start] + section + (text[end:] if end >= 0 else "")
-    else:
-        anchor = text.find("## What the profiles found")
-        anchor = anchor if anchor >= 0 else text.find("## Reproduce")
-        text = text[:anchor] + section + "\n" + text[anchor:]
-    REPORT.write_text(text)
-    print(f"wrote the Streams section of {REPORT.relative_to(ROOT)}")
+    """The "Streams" section alone (Benchmarks/.results/stream)."""
+    rerun_section(run_first, "Stream", STREAM_RESULTS, "## Streams", stream_section)
 
 
 if __name__ == "__main__":

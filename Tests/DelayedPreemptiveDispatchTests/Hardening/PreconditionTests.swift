@@ -27,50 +27,17 @@ import Testing
     return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
   }
 
-  /// Runs the probe with `posix_spawn` (Foundation's `Process` leaks under LeakSanitizer) and
-  /// collects its stderr and how it ended.
+  /// Runs the probe (``spawnAndRead(_:arguments:environment:descriptor:)``) and collects its
+  /// stderr and how it ended.
   static func runProbe(_ name: String) throws -> ProbeResult {
     let path = productsDirectory.appendingPathComponent("dpd-precondition-probe").path
-    var fds: [Int32] = [0, 0]
-    guard fds.withUnsafeMutableBufferPointer({ pipe($0.baseAddress!) }) == 0 else {
-      throw POSIXError(.EIO)
-    }
-    #if canImport(Darwin)
-      var actions: posix_spawn_file_actions_t?
-    #else
-      var actions = posix_spawn_file_actions_t()
-    #endif
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-    posix_spawn_file_actions_addclose(&actions, fds[0])
     // The message is what matters; skipping the backtracer keeps each probe quick.
-    let arguments = [path, name]
-    let environment = ["SWIFT_BACKTRACE=enable=no"]
-    var argv = arguments.map { strdup($0) } + [nil]
-    var envp = environment.map { strdup($0) } + [nil]
-    defer { for pointer in argv + envp { free(pointer) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, path, &actions, nil, &argv, &envp)
-    close(fds[1])
-    guard spawned == 0 else {
-      close(fds[0])
-      throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO)
-    }
-    var output: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4_096)
-    while true {
-      let count = chunk.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
-      if count <= 0 { break }
-      output += chunk[0..<count]
-    }
-    close(fds[0])
-    var status: Int32 = 0
-    waitpid(pid, &status, 0)
+    let (output, status) = try spawnAndRead(
+      path, arguments: [name], environment: ["SWIFT_BACKTRACE=enable=no"], descriptor: 2)
     let signal = status & 0x7f
     return ProbeResult(
       signal: signal != 0 ? signal : nil, exitStatus: signal == 0 ? (status >> 8) & 0xff : nil,
-      stderr: String(decoding: output, as: UTF8.self))
+      stderr: output)
   }
 
   @Test(arguments: [

@@ -22,41 +22,9 @@ import Testing
   /// Runs the probe for `instance` and returns what it printed: growth, left and runs.
   static func probe(_ instance: String) throws -> (growth: Int, left: Int, runs: Int) {
     let path = PreconditionTests.productsDirectory.appendingPathComponent("dpd-memory-probe").path
-    var fds: [Int32] = [0, 0]
-    guard fds.withUnsafeMutableBufferPointer({ pipe($0.baseAddress!) }) == 0 else {
-      throw POSIXError(.EIO)
-    }
-    #if canImport(Darwin)
-      var actions: posix_spawn_file_actions_t?
-    #else
-      var actions = posix_spawn_file_actions_t()
-    #endif
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-    posix_spawn_file_actions_addclose(&actions, fds[0])
-    let arguments: [String] = [path, instance, String(keyCount)]
-    var argv = arguments.map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    var pid: pid_t = 0
     // The probe inherits this process's environment (the sanitizers' options included).
-    let spawned = posix_spawn(&pid, path, &actions, nil, &argv, environ)
-    close(fds[1])
-    guard spawned == 0 else {
-      close(fds[0])
-      throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO)
-    }
-    var output: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4_096)
-    while true {
-      let count = chunk.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
-      if count <= 0 { break }
-      output += chunk[0..<count]
-    }
-    close(fds[0])
-    var status: Int32 = 0
-    waitpid(pid, &status, 0)
-    let text = String(decoding: output, as: UTF8.self)
+    let (text, status) = try spawnAndRead(
+      path, arguments: [instance, String(keyCount)], environment: nil, descriptor: 1)
     let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
     guard status == 0, numbers.count == 3 else {
       Issue.record("dpd-memory-probe \(instance) ended with status \(status), printed \(text)")
