@@ -142,7 +142,7 @@ struct BurstBook<Ready>: Sendable where Ready: Sendable {
   @inlinable
   mutating func disarm(_ effects: inout BurstEffects) {
     armed = nil
-    effects.cancelledTimer = armedHandle.take()
+    if let handle = armedHandle.take() { effects.cancelledTimer = handle }
   }
 
   /// Keeps `handle` as the armed timer's, or returns it to be cancelled when the timer it arms

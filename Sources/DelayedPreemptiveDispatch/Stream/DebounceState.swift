@@ -4,7 +4,9 @@
 /// work: an element is a submission, and the work the machine runs at a burst's end (or at its
 /// start, with `leading`) is the element to emit. What is left here is the plumbing of a
 /// sequence: one slot for a due element that the consumer has not taken yet, the consumer
-/// suspended in `next()`, the base's end, the reading task and the live timer's handle.
+/// suspended in `next()`, the base's end and the reading task. The live timer and its handle
+/// are kept in a ``BurstBook``, as the drivers keep theirs, and the timer steps of its effects
+/// are performed by the one interpreter.
 @usableFromInline
 struct DebounceState<Element: Sendable> {
   @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
@@ -26,9 +28,9 @@ struct DebounceState<Element: Sendable> {
   struct Effects {
     /// Resume the consumer with this result.
     @usableFromInline var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
-    @usableFromInline var cancelledTimer: TimerHandle?
-    /// Arm this timer, then install its handle.
-    @usableFromInline var timer: TimerRequest?
+    /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
+    /// interpreter, ``BurstEffects/perform(start:arm:becameIdle:)``.
+    @usableFromInline var burst = BurstEffects()
     /// Start the reading task (the first `next()`).
     @usableFromInline var startsReading = false
     @usableFromInline var cancelledReading: Task<Void, Never>?
@@ -39,7 +41,8 @@ struct DebounceState<Element: Sendable> {
   }
 
   @usableFromInline var machine = PreemptionStateMachine<Element>(work: nil)
-  @usableFromInline var ids = BurstIDs()
+  /// The counters and the live timer with its handle: the bookkeeping every driver shares.
+  @usableFromInline var book = BurstBook<Int>()
   @usableFromInline var phase = Phase.idle
   /// A due element the consumer has not taken yet; a newer due element replaces it.
   @usableFromInline var due: Element?
@@ -49,8 +52,6 @@ struct DebounceState<Element: Sendable> {
   /// task outlives the iteration.
   @usableFromInline var readingStarted = false
   @usableFromInline var readingEnded = false
-  /// The handle of the machine's live timer.
-  @usableFromInline var liveTimer: (generation: UInt64, handle: TimerHandle)?
   @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
 
   @inlinable init() {}
@@ -110,7 +111,7 @@ struct DebounceState<Element: Sendable> {
     _ effects: inout Effects
   ) -> Bool {
     guard case .reading = phase else { return false }
-    switch machine.delay(at: now, until: requested, work: element, rules: rules, ids: &ids) {
+    switch machine.delay(at: now, until: requested, work: element, rules: rules, ids: &book.ids) {
     case .rejected:
       preconditionFailure("Internal inconsistency: an element was submitted without its work")
     case .started(_, let timer, let leading):
@@ -133,7 +134,7 @@ struct DebounceState<Element: Sendable> {
     reading = nil
     if let (element, _) = machine.flush(), let element { emit(element, &effects) }
     _ = machine.release()
-    effects.cancelledTimer = liveTimer.take()?.handle
+    book.disarm(&effects.burst)
     if let consumer = consumer.take() {
       finish(&effects)
       effects.handoff = (consumer, end.map { nil })
@@ -146,8 +147,8 @@ struct DebounceState<Element: Sendable> {
 
   @inlinable mutating func timerFired(at now: Tick, generation: UInt64, _ effects: inout Effects) {
     guard case .reading = phase else { return }
-    if liveTimer?.generation == generation { liveTimer = nil }
-    switch machine.timerFired(at: now, generation: generation, ids: &ids) {
+    _ = book.fired(generation: generation)
+    switch machine.timerFired(at: now, generation: generation, ids: &book.ids) {
     case .stale:
       break
     case .rearm(let timer):
@@ -162,10 +163,7 @@ struct DebounceState<Element: Sendable> {
   /// Keeps `handle` as the live timer's; returns it to be cancelled when its timer is no longer
   /// live (it fired or was replaced before the storage got here, or the iteration ended).
   @inlinable mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
-    guard case .reading = phase, machine.liveTimer?.generation == generation else { return handle }
-    let replaced = liveTimer?.handle
-    liveTimer = (generation, handle)
-    return replaced
+    book.install(handle, generation: generation)
   }
 
   // MARK: - Observation, for the marble runner
@@ -197,14 +195,13 @@ struct DebounceState<Element: Sendable> {
   }
 
   @inlinable mutating func arm(_ timer: TimerRequest, _ effects: inout Effects) {
-    effects.timer = timer
-    effects.cancelledTimer = liveTimer.take()?.handle
+    book.arm(timer, &effects.burst)
   }
 
   @inlinable mutating func finish(_ effects: inout Effects) {
     phase = .finished
     reading = nil
-    if let handle = liveTimer.take()?.handle { effects.cancelledTimer = handle }
+    book.disarm(&effects.burst)
     effects.watchers += watchers
     watchers = []
   }

@@ -151,8 +151,7 @@ where Base.Element: Sendable, C.Duration == Duration {
   @inlinable @inline(__always)
   func perform(_ effects: State.Effects) {
     if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
-    effects.cancelledTimer?.cancel()
-    if let request = effects.timer { arm(request) }
+    effects.burst.perform(start: { _ in }, arm: { arm($0) }, becameIdle: {})
     if effects.startsReading { startReading() }
     effects.cancelledReading?.cancel()
     for watcher in effects.watchers { watcher.resume() }
