@@ -58,14 +58,7 @@ if [[ ! -s "$graphs/$module.symbols.json" ]]; then
   exit 1
 fi
 
-# docc documents one module per archive: give it only this module's graphs (its own, and its
-# extensions of other modules, `Module@Other.symbols.json`), never its dependencies'.
-rm -rf "$module_graphs"
-mkdir -p "$module_graphs"
-cp "$graphs/$module.symbols.json" "$module_graphs/"
-shopt -s nullglob
-for extension in "$graphs/$module@"*.symbols.json; do cp "$extension" "$module_graphs/"; done
-shopt -u nullglob
+stage_module_graphs "$module" "$graphs" "$module_graphs"
 
 echo "Converting $module"
 log="$build_path/$module.docc.log"

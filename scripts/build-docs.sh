@@ -34,15 +34,8 @@ swift build --target DelayedPreemptiveDispatchTesting --build-path "$build_path"
 rm -rf "$output"
 mkdir -p "$output"
 for module in "${modules[@]}"; do
-  # docc documents one module per archive: give it only this module's graphs (its own, and its
-  # extensions of other modules, `Module@Other.symbols.json`).
   module_graphs="$build_path/module-graphs/$module"
-  rm -rf "$module_graphs"
-  mkdir -p "$module_graphs"
-  cp "$graphs/$module.symbols.json" "$module_graphs/"
-  shopt -s nullglob
-  for extension in "$graphs/$module@"*.symbols.json; do cp "$extension" "$module_graphs/"; done
-  shopt -u nullglob
+  stage_module_graphs "$module" "$graphs" "$module_graphs"
 
   # Always name a catalog: without one, docc searches the working directory for any `.docc`
   # folder and may pick up another module's. A module without a catalog gets an empty one.

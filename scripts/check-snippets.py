@@ -195,6 +195,17 @@ def write_if_changed(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def sync_sources(sources: Path, wanted: dict[str, str]) -> None:
+    """Makes `sources` hold exactly the `wanted` Swift files, rewriting only those that changed,
+    so that the compiler's incremental build sees only real changes."""
+    if sources.exists():
+        for stale in sources.glob("*.swift"):
+            if stale.name not in wanted:
+                stale.unlink()
+    for name, text in wanted.items():
+        write_if_changed(sources / name, text)
+
+
 def postgres_snippets() -> tuple[list[Snippet], int]:
     """The snippets that the Postgres mode compiles, and how many it skips."""
     snippets: list[Snippet] = []
@@ -265,12 +276,7 @@ def main_postgres(verbose: bool) -> int:
     wanted = {"Prelude.swift": POSTGRES_PRELUDE.read_text(encoding="utf-8")}
     for snippet in snippets:
         wanted[f"{snippet.name}.swift"] = render(snippet)
-    if sources.exists():
-        for stale in sources.glob("*.swift"):
-            if stale.name not in wanted:
-                stale.unlink()
-    for name, text in wanted.items():
-        write_if_changed(sources / name, text)
+    sync_sources(sources, wanted)
 
     print(f"Type-checking {len(snippets)} Postgres Swift snippets ({skipped} skipped) against "
           f"{POSTGRES_BUILD.relative_to(ROOT)}")
@@ -298,12 +304,7 @@ def main() -> int:
     for snippet in snippets:
         wanted[f"{snippet.name}.swift"] = render(snippet)
     write_if_changed(WORK / "Package.swift", manifest())
-    if sources.exists():
-        for stale in sources.glob("*.swift"):
-            if stale.name not in wanted:
-                stale.unlink()
-    for name, text in wanted.items():
-        write_if_changed(sources / name, text)
+    sync_sources(sources, wanted)
 
     print(f"Compiling {len(snippets)} Swift snippets ({skipped} marked skip) in {WORK.relative_to(ROOT)}")
     result = subprocess.run(

@@ -20,6 +20,20 @@ find_docc() {
 }
 docc="$(find_docc)"
 
+# Copies MODULE's own symbol graphs from GRAPHS_DIR into MODULE_GRAPHS_DIR, made empty first:
+# docc documents one module per archive, so it gets only the module's graphs (its own, and its
+# extensions of other modules, `Module@Other.symbols.json`), never its dependencies'.
+#   stage_module_graphs MODULE GRAPHS_DIR MODULE_GRAPHS_DIR
+stage_module_graphs() {
+  local module="$1" graphs="$2" module_graphs="$3"
+  rm -rf "$module_graphs"
+  mkdir -p "$module_graphs"
+  cp "$graphs/$module.symbols.json" "$module_graphs/"
+  shopt -s nullglob
+  for extension in "$graphs/$module@"*.symbols.json; do cp "$extension" "$module_graphs/"; done
+  shopt -u nullglob
+}
+
 # Converts one module's catalog and symbol graphs into a documentation archive; stops the script
 # on any DocC warning or error.
 #   convert_docs MODULE CATALOG GRAPHS_DIR ARCHIVE LOG
