@@ -7,7 +7,8 @@ import PostgresNIO
 
 /// `delay`: one upsert for a batch of submissions with distinct keys (one submission when the
 /// queue is quiet; see `SubmissionBatcher`). It returns whether it woke the workers: only when
-/// a new deadline is earlier than every deadline they know of, so that writers do not all
+/// a new deadline is earlier than every deadline they know of, or when the earliest one is due
+/// within `claimRaceMargin` (a worker may be claiming it right now), so that writers do not all
 /// NOTIFY (a NOTIFY takes a database-wide lock at commit). Rows are upserted in key order, so
 /// that concurrent batches lock rows in one order and cannot deadlock.
 ///
@@ -56,9 +57,18 @@ struct DelayStatement: PostgresPreparedStatement {
     )
     SELECT CASE WHEN EXISTS (
         SELECT 1 FROM upserted, earliest
-        WHERE upserted.waiting AND upserted.due_at < coalesce(earliest.at, 'infinity'))
+        WHERE upserted.waiting AND (upserted.due_at < coalesce(earliest.at, 'infinity')
+          OR earliest.at < clock_timestamp() + interval '\(claimRaceMargin)'))
       THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
     """
+
+  /// A submission also notifies when the earliest pending deadline is this close, or past. A
+  /// worker about to claim that burst reads the next deadline right after its claim, from a
+  /// snapshot that may not hold this submission yet, while this statement's snapshot may not
+  /// hold the claim yet: neither side would wake the other, and the submission would wait for
+  /// `safetyPoll`. A statement that takes longer than this margin can still miss, and then
+  /// `safetyPoll` bounds the wait.
+  static let claimRaceMargin = "250 milliseconds"
 
   /// The newest burst has received `maxSubmissions`: it takes no more.
   private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"

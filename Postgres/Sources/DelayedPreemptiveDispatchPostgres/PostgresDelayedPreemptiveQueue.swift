@@ -65,9 +65,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// as the one before, up to five minutes. Default: one second.
   public var retryBackoff: Duration = .seconds(1)
   /// The longest a sleeping worker waits before it looks for due work again, in case a wake-up
-  /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline earlier,
-  /// when ``flush(_:)`` finds a pending burst, and when ``retryFailure(_:)`` finds a kept
-  /// failure). Default: one second.
+  /// was missed (a NOTIFY is sent only when a submission moves the earliest deadline earlier
+  /// or lands while the earliest one is less than 250 ms away or past, when ``flush(_:)`` finds
+  /// a pending burst, and when ``retryFailure(_:)`` finds a kept failure). Default: one second.
   public var safetyPoll: Duration = .seconds(1)
   /// The longest any call waits for the database, in fact and not only in the message: a call
   /// that got no connection by then throws

@@ -172,4 +172,22 @@ struct PostgresRuleTests {
       #expect(try await queue.submit("d", for: .seconds(5), value: "x") == false)
     }
   }
+
+  /// A worker claims the earliest burst and then reads the next deadline. A submission whose
+  /// statement overlaps that claim sees the burst still waiting, and would not notify, while
+  /// the worker's read does not see the submission yet: it would sleep until `safetyPoll`. So
+  /// a submission notifies while the earliest burst is due, or less than 250 ms away.
+  @Test func submissionNextToADueBurstWakesTheWorkers() async throws {
+    try await TestDatabase.withQueue("notify-due") { queue, _ async throws in
+      #expect(try await queue.submit("due", for: .zero, value: "x"))
+      // Later than the due burst, so the old rule sent nothing: no worker runs here, so
+      // "due" stays waiting, as it does while a worker is claiming it.
+      #expect(try await queue.submit("later", for: .seconds(10), value: "x"))
+      #expect(try await queue.submit("due", for: .zero, value: "y"))
+    }
+    try await TestDatabase.withQueue("notify-near") { queue, _ async throws in
+      #expect(try await queue.submit("near", for: .milliseconds(100), value: "x"))
+      #expect(try await queue.submit("later", for: .seconds(10), value: "x"))
+    }
+  }
 }
