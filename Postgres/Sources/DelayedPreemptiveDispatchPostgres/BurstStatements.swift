@@ -415,3 +415,28 @@ struct NextDueStatement: PostgresPreparedStatement {
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Double?.self) }
 }
+
+/// Statements of the package in the form its benchmark needs (dpd-postgres-bench).
+package enum BenchmarkStatements {
+  /// `delay`'s statement as a pgbench script for one submission per transaction: the same SQL,
+  /// with the bindings of a single-row batch written in (queue `name`, a fresh key per
+  /// transaction drawn into pgbench's `:k`, the value `1`, a one-hour delay, `.extend`, no
+  /// `maxWait`, no `maxSubmissions`, `.replace`). The benchmark prints it so that pgbench runs
+  /// the statement the package sends, not a copy that could drift from it.
+  package static func pgbenchScript(name: String) -> String {
+    precondition(
+      name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" },
+      "BenchmarkStatements.pgbenchScript: name must be letters, digits, '-' or '_', got \(name)")
+    let bindings = [
+      "$1": "'\(name)'::text", "$2": "ARRAY['k' || :k]::text[]", "$3": "ARRAY['1']::text[]",
+      "$4": "ARRAY[3600000]::float8[]", "$5": "false", "$6": "NULL::float8",
+      "$7": "NULL::int8", "$8": "false",
+    ]
+    var script = DelayStatement.sql
+    // $1 to $8 only: no placeholder is a prefix of another.
+    for (placeholder, literal) in bindings {
+      script = script.replacingOccurrences(of: placeholder, with: literal)
+    }
+    return "\\set k random(1, 1000000000)\n" + script + ";\n"
+  }
+}

@@ -1,26 +1,74 @@
-// dpd-postgres-bench: the PostgreSQL package's figures, measured once against a real server.
+// dpd-postgres-bench: the PostgreSQL package's figures, measured against a real server. Each
+// figure is one JSON line on stdout (scripts/postgres-report.py turns the lines of three runs
+// into BENCHMARKS.md); progress goes to stderr.
 //
 //   swift build -c release --package-path Postgres
 //   DPD_POSTGRES_URL=$(scripts/postgres.sh start) Postgres/.build/release/dpd-postgres-bench
+//   Postgres/.build/release/dpd-postgres-bench --pgbench-script NAME   # prints pgbench's script
 //
-// 1. delay throughput: 8 producers submitting distinct keys (the upsert, nothing due).
+// 0. client floor: 8 producers sending `SELECT 1` through `PostgresClient`.
+// 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
+//    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
+//    of 100 hot keys, the rest are distinct).
 // 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-worker processes (runs/s).
-// 3. fire lateness: deadline to handler start on an idle system, one worker, p50/p99.
-// scripts/postgres-bench.sh runs this, then pgbench with the same upsert and 8 clients.
+// 3. lateness: deadline to handler start, one worker, 300 keys with 20 ms delays, on an idle
+//    queue and while 64 producers submit.
+// scripts/postgres-bench.sh runs this on a fresh server, then pgbench with `delay`'s statement
+// and the peers, three times.
 import DelayedPreemptiveDispatchPostgres
 import Foundation
 import PostgresNIO
 
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--pgbench-script", arguments.count == 2 {
+  print(BenchmarkStatements.pgbenchScript(name: arguments[1]), terminator: "")
+  exit(0)
+}
+
 guard let url = ProcessInfo.processInfo.environment["DPD_POSTGRES_URL"], !url.isEmpty else {
-  print("set DPD_POSTGRES_URL (scripts/postgres.sh start prints one)")
+  FileHandle.standardError.write(
+    Data("set DPD_POSTGRES_URL (scripts/postgres.sh start prints one)\n".utf8))
   exit(2)
 }
+/// How long each submission point runs, in seconds (DPD_BENCH_SECONDS; default 5).
+let pointSeconds = Double(ProcessInfo.processInfo.environment["DPD_BENCH_SECONDS"] ?? "") ?? 5
+let producerCounts = [1, 8, 64, 256]
+/// Which parts run (DPD_BENCH_PARTS, comma-separated; default all of them).
+let parts = Set(
+  (ProcessInfo.processInfo.environment["DPD_BENCH_PARTS"] ?? "floor,submit,drain,lateness")
+    .split(separator: ",").map(String.init))
+
 let configuration = try PostgresURL.configuration(url)
 let client = PostgresClient(configuration: configuration)
 let clientRun = Task { await client.run() }
-let arguments = CommandLine.arguments.dropFirst()
-let producers = 8
-let perProducer = 5_000
+
+@Sendable func progress(_ line: String) {
+  FileHandle.standardError.write(Data("dpd-postgres-bench: \(line)\n".utf8))
+}
+
+/// One figure, one JSON line on stdout.
+struct Figure: Encodable {
+  var contender = "DelayedPreemptiveDispatchPostgres"
+  var figure: String
+  var mix: String?
+  var producers: Int?
+  var workers: Int?
+  var jobs: Int?
+  var value: Double
+  var unit: String
+  var p50: Double?
+  var p99: Double?
+  var max: Double?
+  var samples: Int?
+  var note: String?
+}
+
+func emit(_ figure: Figure) {
+  let encoder = JSONEncoder()
+  encoder.outputFormatting = [.sortedKeys]
+  let data = try! encoder.encode(figure)
+  FileHandle.standardOutput.write(data + Data("\n".utf8))
+}
 
 func queue(_ name: String) -> PostgresDelayedPreemptiveQueue<Double> {
   PostgresDelayedPreemptiveQueue<Double>(client: client, configuration: configuration, name: name)
@@ -30,107 +78,193 @@ func seconds(_ duration: Duration) -> Double {
   Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
-// 0. the client's floor: the same 8 producers sending `SELECT 1`.
-let floorStart = ContinuousClock.now
-try await withThrowingTaskGroup(of: Void.self) { group in
-  for _ in 0..<producers {
-    group.addTask { for _ in 0..<perProducer { try await client.query("SELECT 1") } }
-  }
-  try await group.waitForAll()
-}
-let floor = Double(producers * perProducer) / seconds(ContinuousClock.now - floorStart)
-print(String(format: "client floor: %.0f SELECT 1/s (%d producers)", floor, producers))
-
-// 1. delay throughput
-let throughputQueue = queue("bench-delay-\(getpid())")
-try await throughputQueue.migrate()
-let throughputStart = ContinuousClock.now
-try await withThrowingTaskGroup(of: Void.self) { group in
-  for producer in 0..<producers {
-    group.addTask {
-      for index in 0..<perProducer {
-        try await throughputQueue.delay("p\(producer)-\(index)", for: .seconds(3600), value: 1)
+/// Runs `producers` tasks that each call `body` one call after another until `pointSeconds`
+/// have passed; returns the calls per second.
+func rate(producers: Int, _ body: @escaping @Sendable (Int, Int) async throws -> Void) async throws
+  -> Double
+{
+  let start = ContinuousClock.now
+  let end = start + .seconds(pointSeconds)
+  let calls = try await withThrowingTaskGroup(of: Int.self) { group in
+    for producer in 0..<producers {
+      group.addTask {
+        var index = 0
+        while ContinuousClock.now < end {
+          try await body(producer, index)
+          index += 1
+        }
+        return index
       }
     }
+    return try await group.reduce(0, +)
   }
-  try await group.waitForAll()
+  return Double(calls) / seconds(ContinuousClock.now - start)
 }
-let throughput = Double(producers * perProducer) / seconds(ContinuousClock.now - throughputStart)
-print(
-  String(
-    format: "delay throughput: %.0f submissions/s (%d producers, %d each)", throughput,
-    producers, perProducer))
-_ = try await client.query("DELETE FROM dpd_bursts WHERE name = \(throughputQueue.name)")
+
+func truncate() async throws {
+  _ = try await client.query("TRUNCATE dpd_bursts")
+  _ = try await client.query("VACUUM ANALYZE dpd_bursts")
+}
+
+try await queue("bench-migrate").migrate()
+try await truncate()
+
+// 0. the client's floor
+if parts.contains("floor") {
+  let floor = try await rate(producers: 8) { _, _ in try await client.query("SELECT 1") }
+  progress(String(format: "client floor %.0f/s", floor))
+  emit(Figure(figure: "floor", producers: 8, value: floor, unit: "/s"))
+}
+
+// 1. submissions
+if parts.contains("submit") {
+  for mix in ["distinct", "hot"] {
+    for producers in producerCounts {
+      let submitQueue = queue("bench-submit")
+      let rate = try await rate(producers: producers) { producer, index in
+        let key =
+          mix == "hot" && index % 10 == 0
+          ? "hot-\((producer + index / 10) % 100)" : "p\(producer)-\(index)"
+        try await submitQueue.delay(key, for: .seconds(3600), value: 1)
+      }
+      progress(String(format: "submit %@ %d producers: %.0f/s", mix, producers, rate))
+      emit(Figure(figure: "submit", mix: mix, producers: producers, value: rate, unit: "/s"))
+      try await truncate()
+    }
+  }
+}
 
 // 2. drain of 10^5 keys due at once, 3 worker processes
-let drainName = "bench-drain-\(getpid())"
-let drainKeys = 100_000
-let workerPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-  .appendingPathComponent("dpd-postgres-worker").path
-var workers: [Process] = []
-for _ in 0..<3 {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: workerPath)
-  process.arguments = ["--name", drainName, "--quiet", "--concurrency", "32"]
-  process.environment = ProcessInfo.processInfo.environment
-  try process.run()
-  workers.append(process)
+if parts.contains("drain") {
+  let drainName = "bench-drain"
+  let drainKeys = 100_000
+  let workerCount = 3
+  let workerConcurrency = 32
+  let workerPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("dpd-postgres-worker").path
+  var workers: [Process] = []
+  for _ in 0..<workerCount {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: workerPath)
+    process.arguments = [
+      "run", "--name", drainName, "--log-level", "error", "--concurrency", "\(workerConcurrency)",
+    ]
+    process.environment = ProcessInfo.processInfo.environment
+    // The worker prints a line per run; the drain measures the runs, not a terminal.
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    workers.append(process)
+  }
+  try await Task.sleep(for: .seconds(2))
+  // All rows share one deadline 2 s from now, on the database's clock.
+  _ = try await client.query(
+    """
+    INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
+    SELECT \(drainName), 'k' || i, '"x"'::jsonb, t, t, t
+    FROM generate_series(1, \(drainKeys)) AS i, (SELECT clock_timestamp() + interval '2 s' AS t) AS d
+    """)
+  _ = try await client.query("ANALYZE dpd_bursts")
+  let drainDue = try await client.query("SELECT max(due_at) FROM dpd_bursts").decode(Date.self)
+  var drainStartDate = Date()
+  for try await due in drainDue { drainStartDate = due }
+  while Date() < drainStartDate { try await Task.sleep(for: .milliseconds(5)) }
+  let drainStart = ContinuousClock.now
+  // `pendingCount()` counts 10^5 rows; polling it would load the server being measured.
+  func anyLeft() async throws -> Bool {
+    for try await left in try await client.query(
+      "SELECT EXISTS (SELECT 1 FROM dpd_bursts WHERE name = \(drainName) AND NOT failed)"
+    ).decode(Bool.self) { return left }
+    return false
+  }
+  while try await anyLeft() { try await Task.sleep(for: .milliseconds(50)) }
+  let drainRate = Double(drainKeys) / seconds(ContinuousClock.now - drainStart)
+  progress(String(format: "drain %.0f runs/s", drainRate))
+  emit(
+    Figure(
+      figure: "drain", workers: workerCount, jobs: drainKeys, value: drainRate, unit: "runs/s",
+      note: "concurrency \(workerConcurrency) per worker process"))
+  for process in workers { process.terminate() }
+  for process in workers { process.waitUntilExit() }
+  try await truncate()
 }
-try await Task.sleep(for: .seconds(2))
-// All rows share one deadline 2 s from now, on the database's clock.
-_ = try await client.query(
-  """
-  INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
-  SELECT \(drainName), 'k' || i, '"x"'::jsonb, t, t, t
-  FROM generate_series(1, \(drainKeys)) AS i, (SELECT clock_timestamp() + interval '2 s' AS t) AS d
-  """)
-try await Task.sleep(for: .seconds(2))
-let drainStart = ContinuousClock.now
-// `pendingCount()` counts 10^5 rows; polling it would load the server being measured.
-func anyLeft() async throws -> Bool {
-  for try await left in try await client.query(
-    "SELECT EXISTS (SELECT 1 FROM dpd_bursts WHERE name = \(drainName) AND NOT failed)"
-  ).decode(Bool.self) { return left }
-  return false
-}
-while try await anyLeft() { try await Task.sleep(for: .milliseconds(50)) }
-let drainRate = Double(drainKeys) / seconds(ContinuousClock.now - drainStart)
-print(
-  String(
-    format: "drain: %.0f runs/s (%d keys due at once, 3 worker processes)", drainRate,
-    drainKeys))
-for process in workers { process.terminate() }
-for process in workers { process.waitUntilExit() }
 
-// 3. fire lateness on an idle system: one worker, one key at a time, 20 ms delays.
-let latenessQueue = queue("bench-lateness-\(getpid())")
-let samples = 300
-let lateness = LatenessLog()
-let worker = Task {
-  try await latenessQueue.run { _, deadline in
-    await lateness.add(Date().timeIntervalSince1970 - deadline)
+// 3. fire lateness: one worker, one key at a time, 20 ms delays; idle, then under load.
+if parts.contains("lateness") {
+  /// The steady load beside the second lateness run: calls a second, from 64 producers.
+  let loadRate = 5_000.0
+  for load in [0, 64] {
+    let latenessQueue = queue("bench-lateness")
+    let loadQueue = queue("bench-load")
+    let samples = 300
+    let lateness = LatenessLog()
+    let worker = Task {
+      try await latenessQueue.run { _, deadline in
+        await lateness.add(Date().timeIntervalSince1970 - deadline)
+      }
+    }
+    let stop = Locked(false)
+    let loadTask = Task {
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for producer in 0..<load {
+          group.addTask {
+            var index = 0
+            // Paced: `loadRate` calls a second in all, spread over the producers.
+            let interval = Duration.seconds(Double(load) / loadRate)
+            let start = ContinuousClock.now + interval * (Double(producer) / Double(load))
+            while !stop.value {
+              try await Task.sleep(until: start + interval * Double(index), clock: .continuous)
+              try await loadQueue.delay("p\(producer)-\(index)", for: .seconds(3600), value: 1)
+              index += 1
+            }
+          }
+        }
+        try await group.waitForAll()
+      }
+    }
+    try await Task.sleep(for: .milliseconds(500))
+    for index in 0..<samples {
+      let deadline = Date().timeIntervalSince1970 + 0.020
+      try await latenessQueue.delay("l\(index)", for: .milliseconds(20), value: deadline)
+      try await Task.sleep(for: .milliseconds(40))
+    }
+    try await Task.sleep(for: .milliseconds(500))
+    stop.set(true)
+    try await loadTask.value
+    worker.cancel()
+    try await worker.value
+    let sorted = await lateness.values.sorted()
+    func percentile(_ fraction: Double) -> Double {
+      sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] * 1000
+    }
+    progress(
+      String(
+        format: "lateness with %d producers: p50 %.1f ms, p99 %.1f ms (%d of %d fired)", load,
+        percentile(0.5), percentile(0.99), sorted.count, samples))
+    emit(
+      Figure(
+        figure: "lateness", producers: load, value: percentile(0.99), unit: "ms",
+        p50: percentile(0.5), p99: percentile(0.99), max: (sorted.last ?? 0) * 1000,
+        samples: sorted.count,
+        note: load == 0
+          ? "\(samples) keys, 20 ms delays, one worker, nothing else submitting"
+          : "\(samples) keys, 20 ms delays, one worker; \(load) producers submitting "
+            + "\(Int(loadRate)) calls/s in all beside it"))
+    try await truncate()
   }
 }
-try await Task.sleep(for: .milliseconds(500))
-for index in 0..<samples {
-  let deadline = Date().timeIntervalSince1970 + 0.020
-  try await latenessQueue.delay("l\(index)", for: .milliseconds(20), value: deadline)
-  try await Task.sleep(for: .milliseconds(40))
-}
-try await Task.sleep(for: .milliseconds(500))
-worker.cancel()
-try await worker.value
-let sorted = await lateness.values.sorted()
-func percentile(_ fraction: Double) -> Double {
-  sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))] * 1000
-}
-print(
-  String(
-    format: "fire lateness: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d of %d fired)",
-    percentile(0.5), percentile(0.99), (sorted.last ?? 0) * 1000, sorted.count, samples))
+
 clientRun.cancel()
 
 actor LatenessLog {
   var values: [Double] = []
   func add(_ value: Double) { values.append(value) }
+}
+
+final class Locked<Value: Sendable>: @unchecked Sendable {
+  // Sound: `stored` is only touched under `lock`.
+  private let lock = NSLock()
+  private var stored: Value
+  init(_ value: Value) { stored = value }
+  var value: Value { lock.withLock { stored } }
+  func set(_ value: Value) { lock.withLock { stored = value } }
 }
