@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Writes the PostgreSQL figures of scripts/postgres-bench.sh into BENCHMARKS.md.
+
+    python3 scripts/postgres-report.py .build-bench/postgres-run-*.jsonl
+
+Each file is one run: JSON lines, one figure each, the first the load average at the run's start.
+Every figure in the report is the median of the runs, with the spread (lowest to highest) beside
+it; a ratio is taken within each run (both sides measured on the same server, minutes apart) and
+then summarised the same way. The report replaces the text between the two markers of the
+"Across replicas (PostgreSQL)" section and leaves the prose around them as it is.
+"""
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = ROOT / "BENCHMARKS.md"
+BEGIN = "<!-- postgres-report: begin (written by scripts/postgres-report.py) -->"
+END = "<!-- postgres-report: end -->"
+OURS = "DelayedPreemptiveDispatchPostgres"
+
+
+def load(paths):
+    runs = []
+    for path in paths:
+        figures = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        if figures:
+            runs.append(figures)
+    if not runs:
+        sys.exit("postgres-report.py: no figures in " + ", ".join(map(str, paths)))
+    return runs
+
+
+def find(run, contender, figure, **fields):
+    """The value of one figure of one run, or None."""
+    for entry in run:
+        if entry.get("figure") != figure:
+            continue
+        if contender is not None and entry.get("contender", OURS) != contender:
+            continue
+        if all(entry.get(name) == value for name, value in fields.items()):
+            return entry
+    return None
+
+
+def values(runs, contender, figure, field="value", **fields):
+    found = [find(run, contender, figure, **fields) for run in runs]
+    return [entry[field] for entry in found if entry is not None and entry.get(field) is not None]
+
+
+def fmt(value, digits=0):
+    if value >= 100 or digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def cell(samples, digits=0, suffix=""):
+    if not samples:
+        return "n/a"
+    median = statistics.median(samples)
+    if len(samples) == 1:
+        return f"{fmt(median, digits)}{suffix}"
+    return f"{fmt(median, digits)}{suffix} ({fmt(min(samples), digits)}–{fmt(max(samples), digits)})"
+
+
+def ratios(runs, numerator, denominator):
+    out = []
+    for run in runs:
+        top, bottom = numerator(run), denominator(run)
+        if top is not None and bottom:
+            out.append(top / bottom)
+    return out
+
+
+def value_of(contender, figure, **fields):
+    def get(run):
+        entry = find(run, contender, figure, **fields)
+        return entry["value"] if entry else None
+    return get
+
+
+def verdict(samples, holds):
+    if not samples:
+        return "not measured"
+    met = sum(1 for sample in samples if holds(sample))
+    if met == len(samples):
+        return "met" if len(samples) == 1 else f"met in all {len(samples)} runs"
+    if met == 0:
+        return "**missed**" if len(samples) == 1 else f"**missed** in all {len(samples)} runs"
+    return f"**met in {met} of {len(samples)} runs**"
+
+
+def contenders(runs):
+    seen = []
+    for run in runs:
+        for entry in run:
+            name = entry.get("contender", OURS)
+            if entry.get("figure") == "submit" and name not in seen:
+                seen.append(name)
+    return sorted(seen, key=lambda name: (name != OURS, name == "pgbench", name))
+
+
+def notes(runs, contender, figure):
+    for run in runs:
+        for entry in run:
+            if (entry.get("contender", OURS) == contender and entry.get("figure") == figure
+                    and entry.get("note")):
+                return entry["note"]
+    return None
+
+
+def section(runs):
+    loads = values(runs, None, "load")
+    starts = [entry.get("started", "?") for entry in (find(run, None, "load") for run in runs) if entry]
+    lines = [
+        BEGIN,
+        "",
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''}, each on a fresh server; every figure is "
+        "the median, with the lowest and highest run in brackets. Load average (1 min) at the start "
+        "of each run: " + ", ".join(f"{load:.2f} ({start})" for load, start in zip(loads, starts)) + ".",
+        "",
+    ]
+    producers = [1, 8, 64, 256]
+    ours64 = value_of(OURS, "submit", mix="distinct", producers=64)
+    pgbench8 = value_of("pgbench", "submit", producers=8)
+    lines += ["| target | measured | verdict |", "|---|--:|---|"]
+    to_pgbench = ratios(runs, ours64, pgbench8)
+    lines.append(
+        f"| `delay`, 64 producers ≥ 1.0× pgbench's 8-client rate | {cell(to_pgbench, 2, '×')} | "
+        f"{verdict(to_pgbench, lambda r: r >= 1.0)} |")
+    for peer in contenders(runs):
+        if peer in (OURS, "pgbench"):
+            continue
+        peer64 = ratios(runs, ours64, value_of(peer, "submit", mix="distinct", producers=64))
+        if peer64:
+            lines.append(
+                f"| `delay`, 64 producers, ahead of {peer} at 64 | {cell(peer64, 2, '×')} | "
+                f"{verdict(peer64, lambda r: r > 1.0)} |")
+    for peer in [name for name in contenders(runs) if name not in (OURS, "pgbench")]:
+        drains = ratios(runs, value_of(OURS, "drain"), value_of(peer, "drain"))
+        if drains:
+            lines.append(
+                f"| drain of 10⁵ due keys, 3 worker processes, ahead of {peer} | "
+                f"{cell(drains, 2, '×')} | {verdict(drains, lambda r: r > 1.0)} |")
+    for load in (0, 64):
+        p99 = values(runs, OURS, "lateness", field="p99", producers=load)
+        label = "idle queue" if load == 0 else f"{load} producers submitting"
+        lines.append(
+            f"| fire lateness p99 ≤ 50 ms, {label} | {cell(p99, 1, ' ms')} | "
+            f"{verdict(p99, lambda v: v <= 50)} |")
+    lines.append("")
+
+    lines += [
+        "Submissions per second (each producer awaits its calls one after another; pgbench: "
+        "clients):",
+        "",
+        "| contender | mix | " + " | ".join(str(count) for count in producers) + " |",
+        "|---|---|" + "--:|" * len(producers),
+    ]
+    for contender in contenders(runs):
+        for mix in ("distinct", "hot"):
+            row = [values(runs, contender, "submit", mix=mix, producers=count) for count in producers]
+            if not any(row):
+                continue
+            name = "`delay`" if contender == OURS else contender
+            lines.append(f"| {name} | {mix} | " + " | ".join(cell(samples) for samples in row) + " |")
+    floor = values(runs, OURS, "floor")
+    lines += [
+        "",
+        f"Client floor, 8 producers sending `SELECT 1` through `PostgresClient`: {cell(floor)} /s.",
+        "",
+        "| drain of 10⁵ due keys, 3 worker processes | runs/s | how |",
+        "|---|--:|---|",
+    ]
+    for contender in contenders(runs):
+        drained = values(runs, contender, "drain")
+        if drained:
+            name = "this package" if contender == OURS else contender
+            lines.append(f"| {name} | {cell(drained)} | {notes(runs, contender, 'drain') or ''} |")
+    lines += [
+        "",
+        "| fire lateness, deadline to handler start (300 keys, 20 ms delays) | p50 | p99 | max |",
+        "|---|--:|--:|--:|",
+    ]
+    for load in (0, 64):
+        label = "idle queue" if load == 0 else f"{load} producers submitting beside"
+        row = [values(runs, OURS, "lateness", field=field, producers=load) for field in ("p50", "p99", "max")]
+        lines.append(f"| {label} | " + " | ".join(cell(samples, 1, " ms") for samples in row) + " |")
+    extra = []
+    for contender in contenders(runs):
+        figures = sorted({entry["figure"] for run in runs for entry in run
+                          if entry.get("contender", OURS) == contender
+                          and entry.get("figure") not in ("submit", "drain", "lateness", "floor", "load")})
+        for figure in figures:
+            samples = values(runs, contender, figure)
+            entry = next(entry for run in runs for entry in run
+                         if entry.get("contender", OURS) == contender and entry.get("figure") == figure)
+            extra.append(f"- {contender}, {figure}: {cell(samples)} {entry.get('unit', '')}"
+                         + (f" ({entry['note']})" if entry.get("note") else ""))
+    if extra:
+        lines += ["", "Other figures of the same runs:", ""] + extra
+    peer_notes = []
+    for contender in contenders(runs):
+        if contender == OURS:
+            continue
+        note = notes(runs, contender, "submit")
+        if note:
+            peer_notes.append(f"- {contender}: {note}")
+    if peer_notes:
+        lines += ["", "How each peer was called:", ""] + peer_notes
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def main():
+    runs = load(sys.argv[1:])
+    text = REPORT.read_text()
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < 0:
+        sys.exit(f"postgres-report.py: the markers are missing from {REPORT.name}")
+    REPORT.write_text(text[:start] + section(runs) + text[end + len(END):])
+    print(f"postgres-report.py: wrote {len(runs)} run(s) into {REPORT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
