@@ -26,10 +26,10 @@
 /// - Memory: an idle key holds nothing. The timer holds the actor weakly; releasing the last
 ///   reference cancels every pending burst, and tasks already running finish.
 ///
-/// `delay`, and the worker's taking of due runs, are `@inlinable`, as the keyed queue's
-/// submission is: a client compiles them for its own `Key`, `Value` and clock, so that a
-/// submission looks up no generic metadata. Arming the timer and its firing stay generic (one
-/// arm per new earliest deadline, not per call).
+/// `delay`, the timer's firing and the workers' taking of due runs are `@inlinable`, as the keyed
+/// queue's are: a client compiles them for its own `Key`, `Value` and clock, so that a
+/// submission looks up no generic metadata. Only arming the timer stays generic (once per new
+/// earliest deadline, not per call).
 public final actor KeyedDelayedPreemptiveActor<Key: Hashable & Sendable, Value: Sendable, C: Clock>
 where C.Duration == Duration {
   @usableFromInline typealias Driver = KeyedBurstDriver<Key, Value>
@@ -230,7 +230,8 @@ where C.Duration == Duration {
     }
   }
 
-  private func wait(until condition: Condition) async {
+  @usableFromInline
+  func wait(until condition: Condition) async {
     guard !holds(condition) else { return }
     await withCheckedContinuation { waiters.append((condition, $0)) }
   }
@@ -255,11 +256,23 @@ where C.Duration == Duration {
     if !waiters.isEmpty { resumeWaiters() }
   }
 
-  /// Arms the one timer for `request` (``ActorShell/arm(_:)``); not inlinable, as the timer is
-  /// generic code, and called only when the earliest deadline moves earlier.
-  @usableFromInline
+  /// Arms the one timer for `request`, delivering to ``timerFired(generation:)`` in a task that
+  /// holds the actor weakly: ``ActorShell/arm(_:)``, with the delivery made here, so that in a
+  /// client the firing, and the workers it starts, are specialised as `delay` is.
+  @inlinable
   func armTimer(_ request: TimerRequest) {
-    arm(request)
+    let generation = request.generation
+    arm(request, delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
+  }
+
+  /// Arms `request` on the timer with the one arming step of every shell
+  /// (``BurstTimer/arm(_:tolerance:delivery:install:)``); not inlinable, as the timer is generic
+  /// code, and called only when the earliest deadline moves earlier.
+  @usableFromInline
+  func arm(_ request: TimerRequest, delivery: TimerDelivery) {
+    timer.arm(
+      request, tolerance: tolerance, delivery: delivery,
+      install: { install($0, generation: $1) })
   }
 
   /// Called by a worker: reports `finished` runs and takes the next batch.
@@ -328,8 +341,9 @@ where C.Duration == Duration {
     running.withLock { $0[key] = nil }
   }
 
+  @inlinable
   func timerFired(generation: UInt64) async {
-    perform(driver.timerFired(at: timer.now(), generation: generation))
+    perform(driver.timerFired(at: now(), generation: generation))
     await wait(until: .runsDrained)
   }
 
