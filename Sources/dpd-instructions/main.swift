@@ -1,4 +1,5 @@
 import DelayedPreemptiveDispatch
+import Dispatch
 
 #if canImport(Glibc)
   import Glibc
@@ -11,7 +12,10 @@ import DelayedPreemptiveDispatch
 // the library as any client does, so the keyed queue's `@inlinable` path is specialised here,
 // as in a user's module.
 //
-//   dpd-instructions queue-preempt|keyed-arm|keyed-arm-cancel|keyed-resubmit CALLS
+//   dpd-instructions WORKLOAD CALLS
+//
+// The keyed actor's workloads await each call from one task, as a user does: the task hops onto
+// the idle actor and back on the same thread, so the hops are counted with the call.
 //
 // Every delay is an hour: no timer fires while the process runs, and releasing the instances
 // at the end cancels what is pending.
@@ -36,6 +40,10 @@ enum Workload: String, CaseIterable {
   /// Bursts of 10,000 submissions appended: each costs about what it does in a burst of 10
   /// when `combine` appends in place, and grows with the burst when the value is copied.
   case append10k = "keyed-append-10k"
+  /// A new key on `KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>`, awaited from a task.
+  case actorArm = "actor-arm"
+  /// A key already pending on that actor, submitted again (as `keyed-resubmit`).
+  case actorResubmit = "actor-resubmit"
 
   /// Submissions per burst of the `[Int]` workloads.
   var burst: Int? {
@@ -65,6 +73,7 @@ let queue = DelayedPreemptiveDispatchQueue(label: "dpd-instructions")
 let keyed = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(label: "dpd-instructions.keyed") {
   _, _ in
 }
+let actor = KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock> { _, _ in }
 let appending = [Workload.append10, .append10k].contains(workload)
 let values =
   appending
@@ -83,6 +92,8 @@ case .keyedResubmit:
   for key in 0..<Workload.resubmittedKeys { keyed.delay(key, for: hour) }
 case .lastWins10, .append10, .lastWins10k, .append10k:
   values.delay(-1, for: hour, value: [])
+case .actorArm, .actorResubmit:
+  break
 }
 
 /// The measured loop: never inlined, so that it is a function of its own for callgrind.
@@ -112,10 +123,62 @@ func measuredLoop(
   case .lastWins10, .append10, .lastWins10k, .append10k:
     let burst = workload.burst!
     for call in 0..<calls { values.delay(call / burst, for: hour, value: [call]) }
+  case .actorArm, .actorResubmit:
+    break
   }
 }
 
-measuredLoop(workload, calls: calls, queue: queue, keyed: keyed, values: values)
+/// The keyed actor's measured loop, awaiting each call from the task that runs it.
+@Sendable @inline(never)
+func measuredLoopOnActor(
+  _ workload: Workload, calls: Int, actor: KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>
+) async {
+  let hour = Duration.seconds(3_600)
+  switch workload {
+  case .actorArm:
+    for key in 0..<calls { await actor.delay(key, for: hour) }
+  case .actorResubmit:
+    var key = 0
+    for _ in 0..<calls {
+      await actor.delay(key, for: hour)
+      key += 1
+      if key == Workload.resubmittedKeys { key = 0 }
+    }
+  default:
+    break
+  }
+}
+
+/// Runs `body` in a task of its own and blocks until it has returned, so that the top-level code
+/// stays synchronous for the other workloads.
+func runTask(_ body: @escaping @Sendable () async -> Void) {
+  let done = DispatchSemaphore(value: 0)
+  Task.detached {
+    await body()
+    done.signal()
+  }
+  done.wait()
+}
+
+switch workload {
+case .actorArm, .actorResubmit:
+  // Set-up, not counted, in a task of its own: callgrind cannot follow the hops' tail calls, so
+  // the measured loop runs alone in its task, with nothing after it (the process exits with the
+  // keys pending).
+  runTask { [actor, workload] in
+    if workload == .actorArm {
+      await actor.delay(-1, for: hour)
+    } else {
+      for key in 0..<Workload.resubmittedKeys { await actor.delay(key, for: hour) }
+    }
+  }
+  runTask { [actor, workload, calls] in
+    await measuredLoopOnActor(workload, calls: calls, actor: actor)
+  }
+default:
+  measuredLoop(workload, calls: calls, queue: queue, keyed: keyed, values: values)
+}
+
 queue.cancel()
 keyed.cancelAll()
 values.cancelAll()

@@ -3,10 +3,14 @@ import BenchmarkSupport
 import Contenders
 import Dispatch
 
-// Keyed bursts: the keyed queue against a locked Dictionary of queues, a sleeping Task per key
-// and the lower bound (a locked Dictionary of (key, deadline, value), no timer). Keys are Ints
-// and the value is Void. Each benchmark is one iteration with no warm-up, in a process of its
-// own: the workloads are large (10⁶ keys) and the machine is shared.
+// Keyed bursts: the keyed queue and the keyed actor against a locked Dictionary of queues, a
+// sleeping Task per key and the lower bound (a locked Dictionary of (key, deadline, value), no
+// timer). Keys are Ints and the value is Void. Each benchmark is one iteration with no warm-up,
+// in a process of its own: the workloads are large (10⁶ keys) and the machine is shared.
+//
+// Every workload has a second form for the keyed actor, the same steps with each submission
+// awaited from the benchmark's task (as a user calls an actor), so that the other contenders run
+// exactly the loops they ran before it was added.
 
 /// Distinct keys armed by the arm, memory, due and latency workloads.
 let keys = 1_000_000
@@ -21,17 +25,21 @@ let benchmarks: @Sendable () -> Void = {
     Metrics.configuration(metrics, warmup: 0, iterations: 1, seconds: 120)
   }
   KeyedContender.registerEach(
-    "keyed-arm", configuration: once([Metrics.armNanoseconds, .mallocCountTotal, Metrics.calls])
-  ) { type, benchmark in arm(type, benchmark: benchmark) }
+    "keyed-arm", configuration: once([Metrics.armNanoseconds, .mallocCountTotal, Metrics.calls]),
+    sync: { type, benchmark in arm(type, benchmark: benchmark) },
+    async: { type, benchmark in await arm(type, benchmark: benchmark) })
   KeyedContender.registerEach(
-    "keyed-resubmit", configuration: once([.wallClock, .mallocCountTotal, Metrics.calls])
-  ) { type, benchmark in resubmit(type, benchmark: benchmark) }
+    "keyed-resubmit", configuration: once([.wallClock, .mallocCountTotal, Metrics.calls]),
+    sync: { type, benchmark in resubmit(type, benchmark: benchmark) },
+    async: { type, benchmark in await resubmit(type, benchmark: benchmark) })
   KeyedContender.registerEach(
-    "keyed-memory", configuration: once([Metrics.residentGrowthBytes, Metrics.calls])
-  ) { type, benchmark in pendingMemory(type, benchmark: benchmark) }
+    "keyed-memory", configuration: once([Metrics.residentGrowthBytes, Metrics.calls]),
+    sync: { type, benchmark in pendingMemory(type, benchmark: benchmark) },
+    async: { type, benchmark in await pendingMemory(type, benchmark: benchmark) })
   KeyedContender.registerEach(
-    "keyed-due", configuration: once([Metrics.drainNanoseconds, Metrics.calls])
-  ) { type, benchmark in dueAtOnce(type, benchmark: benchmark) }
+    "keyed-due", configuration: once([Metrics.drainNanoseconds, Metrics.calls]),
+    sync: { type, benchmark in dueAtOnce(type, benchmark: benchmark) },
+    async: { type, benchmark in await dueAtOnce(type, benchmark: benchmark) })
   registerKeyedLatency(once([Metrics.overshootNanoseconds]))
 }
 
@@ -73,5 +81,45 @@ func pendingMemory<D: KeyedDebouncer>(_: D.Type, benchmark: Benchmark) {
   benchmark.measurement(Metrics.residentGrowthBytes, max(0, growth))
   benchmark.measurement(Metrics.calls, keys)
   debouncer.cancelAll()
+  blackHole(debouncer)
+}
+
+/// Arming, awaited: the same keys from the benchmark's task, each submission awaited.
+func arm<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
+  let debouncer = D { _ in }
+  benchmark.startMeasurement()
+  let start = uptime()
+  for key in 0..<keys { await debouncer.submit(key, delay: farDelay) }
+  let armed = uptime()
+  benchmark.stopMeasurement()
+  benchmark.measurement(Metrics.armNanoseconds, Int(armed - start))
+  benchmark.measurement(Metrics.calls, keys)
+  await debouncer.cancelAll()
+  blackHole(debouncer)
+}
+
+/// Re-submitting, awaited.
+func resubmit<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
+  let debouncer = D { _ in }
+  for key in 0..<resubmittedKeys { await debouncer.submit(key, delay: farDelay) }
+  benchmark.startMeasurement()
+  for index in 0..<resubmissions {
+    await debouncer.submit(index % resubmittedKeys, delay: farDelay)
+  }
+  benchmark.stopMeasurement()
+  benchmark.measurement(Metrics.calls, resubmissions)
+  await debouncer.cancelAll()
+  blackHole(debouncer)
+}
+
+/// Memory, awaited.
+func pendingMemory<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
+  let debouncer = D { _ in }
+  let before = ProcessMemory.residentBytes()
+  for key in 0..<keys { await debouncer.submit(key, delay: farDelay) }
+  let growth = ProcessMemory.residentBytes() - before
+  benchmark.measurement(Metrics.residentGrowthBytes, max(0, growth))
+  benchmark.measurement(Metrics.calls, keys)
+  await debouncer.cancelAll()
   blackHole(debouncer)
 }

@@ -37,7 +37,8 @@ func dueAtOnce<D: KeyedDebouncer>(_: D.Type, benchmark: Benchmark) {
 func registerKeyedLatency(_ configuration: Benchmark.Configuration) {
   KeyedContender.registerEach(
     "keyed-latency", configuration: configuration, including: { $0 != .lowerBound },
-    body: { type, benchmark in lateness(type, benchmark: benchmark) })
+    sync: { type, benchmark in lateness(type, benchmark: benchmark) },
+    async: { type, benchmark in await lateness(type, benchmark: benchmark) })
   Benchmark("keyed-latency:single-queue", configuration: configuration) { benchmark in
     singleQueueLateness(benchmark: benchmark)
   }
@@ -72,6 +73,53 @@ func lateness<D: KeyedDebouncer>(_: D.Type, benchmark: Benchmark) {
     record(start: start, fired: probe.withLock { $0?.fired ?? 0 }, benchmark)
   }
   debouncer.cancelAll()
+  blackHole(debouncer)
+}
+
+/// Due at once, awaited: the keys armed from the benchmark's task, which then awaits the last
+/// task; the drain starts at the shared deadline, as above.
+func dueAtOnce<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
+  let countdown = Countdown(count: keys)
+  let debouncer = D { _ in countdown.arrive() }
+  countdown.openLatch(after: 90)
+  let deadline = uptime() + armingBudget
+  for key in 0..<keys {
+    await debouncer.submit(key, delay: .nanoseconds(Int64(deadline) - Int64(uptime())))
+  }
+  let armed = uptime()
+  await countdown.latch.wait()
+  let ran = uptime()
+  benchmark.measurement(Metrics.drainNanoseconds, Int(ran - max(deadline, armed)))
+  benchmark.measurement(Metrics.calls, keys)
+  if countdown.remaining > 0 {
+    benchmark.error("\(countdown.remaining) of \(keys) tasks had not run 90 s after arming")
+  }
+  await debouncer.cancelAll()
+  blackHole(debouncer)
+}
+
+/// Fire lateness, awaited: each probe submitted from the benchmark's task, which then awaits the
+/// probe's task.
+func lateness<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
+  let probe = Locked<Probe?>(nil)
+  let debouncer = D { key in
+    let now = uptime()
+    probe.withLock { probe -> Latch? in
+      guard probe?.key == key else { return nil }
+      probe?.fired = now
+      return probe?.latch
+    }?.open()
+  }
+  for key in 0..<keys { await debouncer.submit(key, delay: farDelay) }
+  for index in 0..<probes {
+    let current = Probe(key: keys + index)
+    probe.withLock { $0 = current }
+    let start = uptime()
+    await debouncer.submit(current.key, delay: probeDelay)
+    await current.latch.wait()
+    record(start: start, fired: probe.withLock { $0?.fired ?? 0 }, benchmark)
+  }
+  await debouncer.cancelAll()
   blackHole(debouncer)
 }
 

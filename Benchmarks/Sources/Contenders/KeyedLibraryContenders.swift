@@ -17,6 +17,24 @@ public final class KeyedQueueContender: KeyedDebouncer {
   }
 }
 
+/// The library's keyed actor on `ContinuousClock`: one instance, one timer, every key; each call
+/// awaited from the workload's task, a hop onto the actor and back.
+public final class KeyedActorContender: AsyncKeyedDebouncer {
+  public let actor: KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>
+
+  public init(task: @escaping @Sendable (Int) -> Void) {
+    actor = KeyedDelayedPreemptiveActor { key, _ in task(key) }
+  }
+
+  public func submit(_ key: Int, delay: Duration) async {
+    await actor.delay(key, for: delay)
+  }
+
+  public func cancelAll() async {
+    await actor.cancelAll()
+  }
+}
+
 /// What a service writes today: a locked `Dictionary` of `DelayedPreemptiveDispatchQueue`, one
 /// queue made on a key's first submission. It never prunes idle keys (that would race with a
 /// late submission unless written with care), as most such code does not.

@@ -4,7 +4,7 @@ import Dispatch
 // A driver for profilers and for checking a workload outside the harness:
 //   ProfileDriver storm queue|lower-bound|seed-style|work-item [calls]
 //   ProfileDriver fan-out queue|actor|debounce|task-per-call [instances]
-//   ProfileDriver keyed-arm|keyed-resubmit|keyed-due keyed-queue|lower-bound|... [keys]
+//   ProfileDriver keyed-arm|keyed-resubmit|keyed-due keyed-queue|keyed-actor|lower-bound|... [keys]
 //   ProfileDriver stream debounced|async-algorithms|lower-bound [elements]
 // e.g. valgrind --tool=callgrind .build/release/ProfileDriver storm queue 100000
 
@@ -72,7 +72,10 @@ if workload == "stream" {
   await stream(streamContender ?? .debounced)
 } else if workload.hasPrefix("keyed-") {
   let keyed = KeyedContender(rawValue: arguments.count > 2 ? arguments[2] : "") ?? .keyedQueue
-  keyedWorkload(workload, keyed, keys: count)
+  switch keyed.driver {
+  case .sync: keyedWorkload(workload, keyed, keys: count)
+  case .async: await keyedWorkloadAwaiting(workload, keyed, keys: count)
+  }
 } else {
   switch (workload, contender.driver) {
   case ("fan-out", .sync(let type)): for _ in 0..<6 { await fanOutSync(type) }

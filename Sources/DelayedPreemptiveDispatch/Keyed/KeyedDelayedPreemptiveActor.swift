@@ -25,23 +25,37 @@
 ///   With `ManualClock`, `advance` returns once the tasks it made due have returned.
 /// - Memory: an idle key holds nothing. The timer holds the actor weakly; releasing the last
 ///   reference cancels every pending burst, and tasks already running finish.
-public actor KeyedDelayedPreemptiveActor<Key: Hashable & Sendable, Value: Sendable, C: Clock>
+///
+/// `delay`, the timer's firing and the workers' taking of due runs are `@inlinable`, as the keyed
+/// queue's are: a client compiles them for its own `Key`, `Value` and clock, so that a
+/// submission looks up no generic metadata. Only arming the timer stays generic (once per new
+/// earliest deadline, not per call).
+public final actor KeyedDelayedPreemptiveActor<Key: Hashable & Sendable, Value: Sendable, C: Clock>
 where C.Duration == Duration {
-  typealias Driver = KeyedBurstDriver<Key, Value>
-  typealias Run = DecidedRun<Value>
+  @usableFromInline typealias Driver = KeyedBurstDriver<Key, Value>
+  @usableFromInline typealias Run = DecidedRun<Value>
+  @usableFromInline typealias Waiter = (
+    condition: Condition, continuation: CheckedContinuation<Void, Never>
+  )
 
+  // What the `@inlinable` paths touch is `@usableFromInline` (an actor's stored properties
+  // included); the timer, read and armed through non-inlinable entry points, is not.
   let timer: ClockTimer<C>
+  /// The clock and origin of `timer`'s time line, so that ``now()`` reads the same ticks inline.
+  @usableFromInline let timelineClock: C
+  @usableFromInline let timelineOrigin: C.Instant
   let tolerance: Duration?
-  private let task: @Sendable (Key, Value) async -> Void
+  @usableFromInline let task: @Sendable (Key, Value) async -> Void
   /// `combine`, run in the actor's isolation: never concurrently, and under no lock.
-  private let combine: (@Sendable (inout Value, Value) -> Void)?
-  private var driver: Driver
+  @usableFromInline let combine: (@Sendable (inout Value, Value) -> Void)?
+  @usableFromInline var driver: Driver
   /// With `cancelsRunningTask`: each key's run taken by a worker, to cancel on a new burst.
-  private let running: LockBox<[Key: RunningRun]>?
+  @usableFromInline let running: LockBox<[Key: RunningRun]>?
   /// Callers of `flush`, `flushAll`, `wait` and timer deliveries, with what they wait for.
-  private var waiters: [(condition: Condition, continuation: CheckedContinuation<Void, Never>)] = []
+  @usableFromInline var waiters: [Waiter] = []
 
-  private enum Condition {
+  @usableFromInline
+  enum Condition {
     /// No run of the key decided or running.
     case keyQuiet(Key)
     /// No run decided or running, any key.
@@ -99,7 +113,10 @@ where C.Duration == Duration {
     task: @escaping @Sendable (Key, Value) async -> Void
   ) {
     self.combine = combine
-    timer = ClockTimer(clock: clock)
+    let timer = ClockTimer(clock: clock)
+    self.timer = timer
+    timelineClock = timer.timeline.clock
+    timelineOrigin = timer.timeline.origin
     tolerance = options.tolerance
     self.task = task
     driver = Driver(
@@ -115,6 +132,7 @@ where C.Duration == Duration {
 
   /// Submits `value` for `key`, to run `duration` from now, preempting the key's pending
   /// submission. Zero or negative means "due now".
+  @inlinable
   @discardableResult
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
     var value = value
@@ -122,19 +140,41 @@ where C.Duration == Duration {
       combine(&merged, value)
       swap(&value, &merged)
     }
-    let (ticket, effects) = driver.delay(
-      key, .duration(duration), now: timer.now(), value: value, owner: self)
-    if effects.startedBurst, let running {
-      running.withLock { runs in
-        switch runs[key] {
-        case .running(let task): task.cancel()
-        case .starting: runs[key] = .starting(stale: true)
-        case nil: break
-        }
-      }
-    }
+    var effects = BurstEffects()
+    let ticket = driver.delay(
+      key, .duration(duration), now: now(), value: value, owner: self, effects: &effects)
+    if effects.startedBurst && driver.cancelsStaleRuns { makeRunsStale(of: key) }
     perform(effects)
     return ticket
+  }
+
+  /// The time on `timer`'s time line: the ticks ``ClockTimeline/now()`` reads, read inline, so
+  /// that a specialised submission reads its clock without generic calls. At the time line's
+  /// end, the timeline's own reading stops the program with its message.
+  @inlinable
+  func now() -> Tick {
+    let nanoseconds = timelineOrigin.duration(to: timelineClock.now).saturatingNanoseconds
+    guard nanoseconds < .max else { return timelineNow() }
+    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
+  }
+
+  /// `timer`'s own reading of its time line.
+  @usableFromInline
+  func timelineNow() -> Tick {
+    timer.now()
+  }
+
+  /// With `cancelsRunningTask`, a new burst of `key` started: the key's running task is
+  /// cancelled, and a run a worker has taken but not yet started will start cancelled.
+  @usableFromInline
+  func makeRunsStale(of key: Key) {
+    running?.withLock { runs in
+      switch runs[key] {
+      case .running(let task): task.cancel()
+      case .starting: runs[key] = .starting(stale: true)
+      case nil: break
+      }
+    }
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.
@@ -190,14 +230,16 @@ where C.Duration == Duration {
     }
   }
 
-  private func wait(until condition: Condition) async {
+  @usableFromInline
+  func wait(until condition: Condition) async {
     guard !holds(condition) else { return }
     await withCheckedContinuation { waiters.append((condition, $0)) }
   }
 
-  private func resumeWaiters() {
-    guard !waiters.isEmpty else { return }
-    var waiting: [(condition: Condition, continuation: CheckedContinuation<Void, Never>)] = []
+  /// Resumes the waiters whose condition holds now; called with some waiting.
+  @usableFromInline
+  func resumeWaiters() {
+    var waiting: [Waiter] = []
     for waiter in waiters {
       if holds(waiter.condition) { waiter.continuation.resume() } else { waiting.append(waiter) }
     }
@@ -206,25 +248,55 @@ where C.Duration == Duration {
 
   /// Performs `effects` with the one interpreter: each start is a worker task. Waiters for a
   /// key or for the runs are checked after every event, not only once idle.
-  private func perform(_ effects: BurstEffects) {
+  @inlinable
+  func perform(_ effects: BurstEffects) {
     effects.perform(
-      start: { count in for _ in 0..<count { startWorker() } }, arm: { arm($0) }, becameIdle: {})
-    resumeWaiters()
+      start: { count in for _ in 0..<count { startWorker() } }, arm: { armTimer($0) },
+      becameIdle: {})
+    if !waiters.isEmpty { resumeWaiters() }
+  }
+
+  /// Arms the one timer for `request`, delivering to ``timerFired(generation:)`` in a task that
+  /// holds the actor weakly: ``ActorShell/arm(_:)``, with the delivery made here, so that in a
+  /// client the firing, and the workers it starts, are specialised as `delay` is.
+  @inlinable
+  func armTimer(_ request: TimerRequest) {
+    let generation = request.generation
+    arm(request, delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
+  }
+
+  /// Arms `request` on the timer with the one arming step of every shell
+  /// (``BurstTimer/arm(_:tolerance:delivery:install:)``); not inlinable, as the timer is generic
+  /// code, and called only when the earliest deadline moves earlier.
+  @usableFromInline
+  func arm(_ request: TimerRequest, delivery: TimerDelivery) {
+    timer.arm(
+      request, tolerance: tolerance, delivery: delivery,
+      install: { install($0, generation: $1) })
   }
 
   /// Called by a worker: reports `finished` runs and takes the next batch.
-  private func nextRuns(finishing finished: [Key]) -> [(Key, Run)] {
+  @inlinable
+  func nextRuns(finishing finished: [Key]) -> [(Key, Run)] {
     let (runs, effects) = driver.nextRuns(finishing: finished)
-    if let running, !runs.isEmpty {
-      running.withLock { taken in
-        for (key, run) in runs { taken[key] = .starting(stale: run.isStale) }
-      }
-    }
+    if driver.cancelsStaleRuns && !runs.isEmpty { registerTaken(runs) }
     perform(effects)
     return runs
   }
 
-  private func startWorker() {
+  /// With `cancelsRunningTask`: the taken `runs` are starting, stale when a newer burst of
+  /// their key started before they were taken.
+  @usableFromInline
+  func registerTaken(_ runs: [(Key, Run)]) {
+    running?.withLock { taken in
+      for (key, run) in runs { taken[key] = .starting(stale: run.isStale) }
+    }
+  }
+
+  /// Starts a worker task: it takes batches of due runs and runs them one after another, holding
+  /// the actor weakly between batches, until none is left.
+  @inlinable
+  func startWorker() {
     let owner = ObjectIdentifier(self)
     let (task, running) = (self.task, self.running)
     Task { [weak self] in
@@ -243,7 +315,8 @@ where C.Duration == Duration {
   /// Runs `run`'s task; with `cancelsRunningTask`, in a child task that a newer burst of the
   /// key cancels, or that starts cancelled when a newer burst made the run stale before it
   /// started.
-  private static func execute(
+  @usableFromInline
+  static func execute(
     _ run: Run, for key: Key, task: @escaping @Sendable (Key, Value) async -> Void,
     running: LockBox<[Key: RunningRun]>?, owner: ObjectIdentifier
   ) async {
@@ -268,8 +341,9 @@ where C.Duration == Duration {
     running.withLock { $0[key] = nil }
   }
 
+  @inlinable
   func timerFired(generation: UInt64) async {
-    perform(driver.timerFired(at: timer.now(), generation: generation))
+    perform(driver.timerFired(at: now(), generation: generation))
     await wait(until: .runsDrained)
   }
 
@@ -279,7 +353,8 @@ where C.Duration == Duration {
 }
 
 /// With `cancelsRunningTask`: a key's run from the moment a worker takes it.
-private enum RunningRun: Sendable {
+@usableFromInline
+enum RunningRun: Sendable {
   /// Taken, its task not yet registered; `stale` once a newer burst of the key started.
   case starting(stale: Bool)
   case running(Task<Void, Never>)
@@ -316,6 +391,7 @@ extension KeyedDelayedPreemptiveActor where C == ContinuousClock {
 
 extension KeyedDelayedPreemptiveActor where Value == Void {
   /// Submits `key` to run `duration` from now; for keys that say it all.
+  @inlinable
   @discardableResult
   public func delay(_ key: Key, for duration: Duration) -> DelayTicket {
     delay(key, for: duration, value: ())
