@@ -24,7 +24,7 @@ class BurstRecord: @unchecked Sendable {
   // lock depends only on the record's address, which is fixed for its whole life.
 
   /// The record's state. Unchecked by exclusivity enforcement: the lock makes every access
-  /// exclusive already, and a dynamic check would cost more than the lock.
+  /// exclusive already, and a dynamic check would add a runtime call to each one.
   @exclusivity(unchecked) final var word: BurstRecordWord
 
   /// A record for a burst whose tickets learn every preemption as it happens (keyed shells).
