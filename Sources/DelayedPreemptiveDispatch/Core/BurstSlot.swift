@@ -202,7 +202,10 @@ struct BurstClosing: Sendable {
   /// Resolves the tickets; call outside any lock, since it resumes their waiters.
   @inlinable
   func apply() {
-    record.close(lastSeq: lastSeq)
-    if cancelled { record.finish(.cancelled) }
+    if cancelled {
+      record.closeCancelled(lastSeq: lastSeq)
+    } else {
+      record.close(lastSeq: lastSeq)
+    }
   }
 }

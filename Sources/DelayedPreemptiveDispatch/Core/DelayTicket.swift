@@ -10,14 +10,14 @@
 public struct DelayTicket: Sendable {
   private enum Storage: Sendable {
     case resolved(DelayOutcome)
-    case pending(BurstRecord, UInt64)
+    case pending(BurstRecord, UInt64, leading: Bool)
   }
 
   private let storage: Storage
 
   @usableFromInline
-  init(record: BurstRecord, seq: UInt64) {
-    storage = .pending(record, seq)
+  init(record: BurstRecord, seq: UInt64, leading: Bool) {
+    storage = .pending(record, seq, leading: leading)
   }
 
   @usableFromInline
@@ -27,7 +27,7 @@ public struct DelayTicket: Sendable {
 
   /// The record and sequence number behind a pending ticket, for the driver's tests.
   var record: (BurstRecord, UInt64)? {
-    guard case .pending(let record, let seq) = storage else { return nil }
+    guard case .pending(let record, let seq, _) = storage else { return nil }
     return (record, seq)
   }
 
@@ -35,7 +35,8 @@ public struct DelayTicket: Sendable {
   var knownOutcome: DelayOutcome? {
     switch storage {
     case .resolved(let outcome): return outcome
-    case .pending(let record, let seq): return record.knownOutcome(of: seq)
+    case .pending(let record, let seq, let leading):
+      return record.knownOutcome(of: seq, leading: leading)
     }
   }
 
@@ -48,7 +49,8 @@ public struct DelayTicket: Sendable {
     get async {
       switch storage {
       case .resolved(let outcome): return outcome
-      case .pending(let record, let seq): return await record.outcome(of: seq)
+      case .pending(let record, let seq, let leading):
+        return await record.outcome(of: seq, leading: leading)
       }
     }
   }

@@ -2,7 +2,7 @@
 /// states themselves side by side in one array whose free slots are reused.
 ///
 /// A `Dictionary` keeps up to twice as many buckets as entries, each as wide as its value; with
-/// a state of about 120 bytes per key that doubles the memory of a million pending keys. Here
+/// a state of about 90 bytes per key that doubles the memory of a million pending keys. Here
 /// the buckets hold a 4-byte slot number, and the states sit densely. When the last key leaves,
 /// every buffer is released, so an instance that has drained holds no memory for its keys.
 @usableFromInline

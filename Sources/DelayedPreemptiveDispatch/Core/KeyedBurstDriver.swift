@@ -15,13 +15,15 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   @usableFromInline
   struct KeyState: Sendable {
+    // Declared so that the small fields fill the slot's tail padding: the state of a pending
+    // key is 88 bytes with `Value == Void`.
     @usableFromInline var slot: BurstSlot<Value>
     @usableFromInline var isRunning = false
-    /// Runs decided and not yet started, oldest first; they start one at a time.
-    @usableFromInline var decided = RunQueue<Run>()
     /// With `cancelsRunningTask`: how many of the oldest runs in `decided` belong to bursts
     /// that a newer burst has made stale; they start already cancelled.
-    @usableFromInline var staleDecided = 0
+    @usableFromInline var staleDecided: Int32 = 0
+    /// Runs decided and not yet started, oldest first; they start one at a time.
+    @usableFromInline var decided = RunQueue<Run>()
 
     @inlinable
     init(slot: BurstSlot<Value>) {
@@ -122,7 +124,7 @@ struct KeyedBurstDriver<Key: Hashable & Sendable, Value: Sendable>: Sendable {
       if cancelsStaleRuns && result.started {
         // Every run of the key's earlier bursts is stale now (before this burst's leading run
         // is decided): the shell cancels the running one, these start cancelled.
-        keys[at: position].staleDecided = keys[at: position].decided.count
+        keys[at: position].staleDecided = Int32(keys[at: position].decided.count)
       }
     } else {
       var state = KeyState(

@@ -58,29 +58,36 @@ struct PreemptionStateMachine<Work> {
 
   @usableFromInline
   struct Burst: Sendable {
+    // No optional fields, and a `Bool` last: an optional burst needs no tag byte of its own
+    // (it uses the `Bool`'s spare values), so that a pending key's state in the keyed driver
+    // stays small.
     @usableFromInline var lastSeq: UInt64
-    /// The submission whose task ran at the start of the burst (`leading` option).
-    @usableFromInline var leadingSeq: UInt64?
     @usableFromInline var quietDeadline: Tick
-    @usableFromInline var maxWaitDeadline: Tick?
+    /// `Tick(nanoseconds: .max)` ("never") when the burst has no `maxWait`.
+    @usableFromInline var maxWaitDeadline: Tick
     /// Submissions so far, the leading one included (`maxSubmissions`).
     @usableFromInline var submissions: UInt32 = 1
+    /// The burst has a submission after its leading one (`leading` option), or had none: its
+    /// end runs or cancels `lastSeq`.
+    @usableFromInline var hasTrailingSubmission: Bool
 
     @inlinable
-    init(lastSeq: UInt64, leadingSeq: UInt64?, quietDeadline: Tick, maxWaitDeadline: Tick?) {
+    init(lastSeq: UInt64, leading: Bool, quietDeadline: Tick, maxWaitDeadline: Tick?) {
       self.lastSeq = lastSeq
-      self.leadingSeq = leadingSeq
       self.quietDeadline = quietDeadline
-      self.maxWaitDeadline = maxWaitDeadline
+      self.maxWaitDeadline = maxWaitDeadline ?? Tick(nanoseconds: .max)
+      hasTrailingSubmission = !leading
     }
 
     @inlinable
-    var deadline: Tick {
-      guard let maxWaitDeadline, maxWaitDeadline < quietDeadline else { return quietDeadline }
-      return maxWaitDeadline
-    }
+    var deadline: Tick { min(quietDeadline, maxWaitDeadline) }
 
-    @inlinable var hasTrailingSubmission: Bool { lastSeq != leadingSeq }
+    /// A submission `seq` joined the burst.
+    @inlinable @inline(__always)
+    mutating func join(_ seq: UInt64) {
+      lastSeq = seq
+      hasTrailingSubmission = true
+    }
   }
 
   // Declared widest first, so that the keyed driver's per-key state packs tightly.
@@ -110,7 +117,7 @@ struct PreemptionStateMachine<Work> {
     let requested = max(requested, now)
     guard var burst else {
       let burst = Burst(
-        lastSeq: seq, leadingSeq: rules.leading ? seq : nil, quietDeadline: requested,
+        lastSeq: seq, leading: rules.leading, quietDeadline: requested,
         maxWaitDeadline: rules.maxWaitNanoseconds.map { now.advanced(byNanoseconds: $0) })
       self.burst = burst
       let leading = rules.leading ? lastWork : nil
@@ -119,7 +126,7 @@ struct PreemptionStateMachine<Work> {
       return .started(
         seq: seq, timer: adopts ? nil : arm(burst.deadline, ids: &ids), leading: leading)
     }
-    burst.lastSeq = seq
+    burst.join(seq)
     burst.submissions &+= 1
     if let maxSubmissions = rules.maxSubmissions, burst.submissions >= maxSubmissions {
       return complete(burst, seq: seq, started: false, nil)
@@ -141,7 +148,7 @@ struct PreemptionStateMachine<Work> {
     guard var burst else {
       preconditionFailure("Internal inconsistency: a submission joined no pending burst")
     }
-    burst.lastSeq = seq  // `submissions` is not counted: no `maxSubmissions` reads it
+    burst.join(seq)  // `submissions` is not counted: no `maxSubmissions` reads it
     return (seq, move(&burst, until: max(requested, now), rules: rules, ids: &ids))
   }
 

@@ -22,10 +22,13 @@ struct TicketLedger: Sendable {
   /// Starts the record of a new burst and returns the ticket of its first submission.
   @inlinable
   mutating func begin(seq: UInt64, leading: Bool, owner: AnyObject) -> DelayTicket {
-    let record = BurstRecord(owner: owner, leadingSeq: leading ? seq : nil, keepsAll: keepsAll)
+    // The keyed shells learn every preemption at once: their records need no owner.
+    let record =
+      reportsAlways
+      ? BurstRecord(keepsAll: keepsAll) : OwnedBurstRecord(owner: owner, keepsAll: keepsAll)
     current = record
     reportsPreemption = reportsAlways
-    return DelayTicket(record: record, seq: seq)
+    return DelayTicket(record: record, seq: seq, leading: leading)
   }
 
   /// A submission joined the current burst; the submissions before it are preempted. Returns
@@ -37,7 +40,7 @@ struct TicketLedger: Sendable {
       preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
     }
     let waiting = reportsPreemption && !keepsAll && current.notePreempted(below: seq)
-    return (DelayTicket(record: current, seq: seq), waiting ? current : nil)
+    return (DelayTicket(record: current, seq: seq, leading: false), waiting ? current : nil)
   }
 
   /// Brings `record` up to date if it is the current burst's; `lastSeq` is the machine's. The
