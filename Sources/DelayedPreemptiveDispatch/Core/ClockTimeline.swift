@@ -9,9 +9,10 @@
 /// of `Int64.max` nanoseconds, which the clock may drop. Reading the time once the clock has
 /// moved past the end stops the program with a message: the instance could no longer tell one
 /// instant from the next, so every timer would re-arm forever and no task would run.
+@usableFromInline
 struct ClockTimeline<C: Clock>: Sendable where C.Duration == Duration {
-  let clock: C
-  let origin: C.Instant
+  @usableFromInline let clock: C
+  @usableFromInline let origin: C.Instant
   /// The clock as a ``SchedulingClock``, when it is one.
   let scheduler: (any SchedulingClock)?
 
@@ -21,15 +22,23 @@ struct ClockTimeline<C: Clock>: Sendable where C.Duration == Duration {
     scheduler = clock as? any SchedulingClock
   }
 
+  /// Inlinable, so that a shell specialised in its client (the keyed actor) reads its clock
+  /// without generic calls.
+  @inlinable
   func now() -> Tick {
-    let elapsed = origin.duration(to: clock.now)
-    let nanoseconds = elapsed.saturatingNanoseconds
+    let nanoseconds = origin.duration(to: clock.now).saturatingNanoseconds
+    guard nanoseconds < .max else { Self.pastTheEnd(origin.duration(to: clock.now)) }
+    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
+  }
+
+  @usableFromInline @inline(never)
+  static func pastTheEnd(_ elapsed: Duration) -> Never {
     requireArgument(
-      nanoseconds < .max,
+      false,
       "the clock moved \(elapsed) past the creation of this queue, actor or adapter, beyond "
         + "the about 292 years (Int64.max nanoseconds) its time line spans; create it closer "
         + "to the instants it runs at")
-    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
+    fatalError("unreachable: requireArgument(false, _) stops the program")
   }
 
   func instant(at tick: Tick) -> C.Instant {

@@ -41,9 +41,8 @@ where C.Duration == Duration {
   // What the `@inlinable` paths touch is `@usableFromInline` (an actor's stored properties
   // included); the timer, read and armed through non-inlinable entry points, is not.
   let timer: ClockTimer<C>
-  /// The clock and origin of `timer`'s time line, so that ``now()`` reads the same ticks inline.
-  @usableFromInline let timelineClock: C
-  @usableFromInline let timelineOrigin: C.Instant
+  /// `timer`'s time line, copied out of it, so that ``now()`` reads the same ticks inline.
+  @usableFromInline let timeline: ClockTimeline<C>
   let tolerance: Duration?
   @usableFromInline let task: @Sendable (Key, Value) async -> Void
   /// `combine`, run in the actor's isolation: never concurrently, and under no lock.
@@ -115,8 +114,7 @@ where C.Duration == Duration {
     self.combine = combine
     let timer = ClockTimer(clock: clock)
     self.timer = timer
-    timelineClock = timer.timeline.clock
-    timelineOrigin = timer.timeline.origin
+    timeline = timer.timeline
     tolerance = options.tolerance
     self.task = task
     driver = Driver(
@@ -148,20 +146,11 @@ where C.Duration == Duration {
     return ticket
   }
 
-  /// The time on `timer`'s time line: the ticks ``ClockTimeline/now()`` reads, read inline, so
-  /// that a specialised submission reads its clock without generic calls. At the time line's
-  /// end, the timeline's own reading stops the program with its message.
+  /// The time on `timer`'s time line, read inline (``ClockTimeline/now()`` is inlinable), so
+  /// that a specialised submission reads its clock without generic calls.
   @inlinable
   func now() -> Tick {
-    let nanoseconds = timelineOrigin.duration(to: timelineClock.now).saturatingNanoseconds
-    guard nanoseconds < .max else { return timelineNow() }
-    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
-  }
-
-  /// `timer`'s own reading of its time line.
-  @usableFromInline
-  func timelineNow() -> Tick {
-    timer.now()
+    timeline.now()
   }
 
   /// With `cancelsRunningTask`, a new burst of `key` started: the key's running task is
