@@ -32,7 +32,9 @@ guard let url = ProcessInfo.processInfo.environment["DPD_POSTGRES_URL"], !url.is
 }
 /// How long each submission point runs, in seconds (DPD_BENCH_SECONDS; default 5).
 let pointSeconds = Double(ProcessInfo.processInfo.environment["DPD_BENCH_SECONDS"] ?? "") ?? 5
-let producerCounts = [1, 8, 64, 256]
+/// The producer counts of the submission points (DPD_BENCH_PRODUCERS; default 1,8,64,256).
+let producerCounts = (ProcessInfo.processInfo.environment["DPD_BENCH_PRODUCERS"] ?? "1,8,64,256")
+  .split(separator: ",").compactMap { Int($0) }
 /// Which parts run (DPD_BENCH_PARTS, comma-separated; default all of them).
 let parts = Set(
   (ProcessInfo.processInfo.environment["DPD_BENCH_PARTS"] ?? "floor,submit,drain,lateness")
