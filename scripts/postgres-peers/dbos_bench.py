@@ -20,34 +20,26 @@ the point's time box (`--time-box`, 10 s) has passed; submissions/s = calls made
 Mixes: "distinct" (every key new) and "hot" (per producer, 9 calls in 10 use a new key and 1
 in 10 one of 100 hot keys, which DBOS coalesces into the key's existing delayed workflow).
 The pool's connections are opened before the clock starts, and DBOS's tables are truncated
-between points.
+between points. The key mixes, the options of a point and the output's plumbing are
+peers_common.py's, beside this file, shared with pgqueuer_bench.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
 import time
 from importlib.metadata import version
 
-HOT_KEYS = 100
+# peers_common.py is beside this file: sys.path[0] when it runs as a script, from any folder.
+from peers_common import HOT_KEYS, BenchError, database_url, emit_submit, log, run_main
+from peers_common import add_mix_arguments, add_size_arguments, check_point_arguments
+from peers_common import key_for, submit_points
+
 PERIOD_SEC = 3600.0
 WORKFLOW_NAME = "dpd_peers_burst"
-
-
-class BenchError(Exception):
-    """A step failed: reported on stderr, exit status 1, no figure printed for it."""
-
-
-def log(message: str) -> None:
-    print(f"dbos_bench: {message}", file=sys.stderr, flush=True)
-
-
-def emit(record: dict) -> None:
-    print(json.dumps(record), flush=True)
 
 
 def sqlalchemy_url(url: str) -> str:
@@ -65,12 +57,6 @@ def check_server(url: str) -> None:
             connection.execute("SELECT 1")
     except Exception as error:
         raise BenchError(f"cannot connect to the database: {error!r}") from error
-
-
-def key_for(run: str, mix: str, producer: int, index: int) -> str:
-    if mix == "hot" and index % 10 == 9:
-        return f"hot-{(producer * 7 + index // 10) % HOT_KEYS}"
-    return f"{run}-p{producer}-{index}"
 
 
 def watchdog(seconds: float, what: str) -> threading.Timer:
@@ -111,9 +97,7 @@ class Bench:
         from dbos import DBOS, Debouncer
 
         self.args = args
-        self.url = sqlalchemy_url(os.environ.get("DPD_POSTGRES_URL", ""))
-        if not self.url:
-            raise BenchError("set DPD_POSTGRES_URL (scripts/postgres.sh start prints one)")
+        self.url = sqlalchemy_url(database_url())
         check_server(self.url)
         self.DBOS = DBOS
         DBOS(config={
@@ -217,75 +201,41 @@ def note(mix: str, per_producer: int, pool: int, connections: int, calls: int,
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--producers", default="1,8,64,256",
-                        help="producer counts, comma-separated (default 1,8,64,256)")
-    parser.add_argument("--per-producer", type=int, default=None,
-                        help="calls per producer at every point (default: --calls-per-point / P,"
-                             " rounded up to a multiple of 10)")
-    parser.add_argument("--calls-per-point", type=int, default=3_000)
+    add_size_arguments(parser, unit="calls", calls_per_point=3_000)
     parser.add_argument("--time-box", type=float, default=10.0,
                         help="seconds after which producers stop calling (default 10)")
-    parser.add_argument("--mixes", default="distinct,hot", help="distinct,hot")
-    parser.add_argument("--max-connections", type=int, default=64,
-                        help="DBOS's system database pool size (sys_db_pool_size)")
+    add_mix_arguments(parser, max_connections_help="DBOS's system database pool size"
+                                                    " (sys_db_pool_size)")
     args = parser.parse_args()
-    try:
-        args.producer_counts = [int(p) for p in args.producers.split(",") if p.strip()]
-    except ValueError:
-        parser.error("--producers takes integers, comma-separated")
-    args.mix_list = [m.strip() for m in args.mixes.split(",") if m.strip()]
-    if any(m not in ("distinct", "hot") for m in args.mix_list):
-        parser.error("--mixes takes distinct and/or hot")
-    if any(p < 1 for p in args.producer_counts) or args.max_connections < 1:
-        parser.error("producer counts and --max-connections must be positive")
+    check_point_arguments(parser, args)
     return args
 
 
-def per_producer_for(args: argparse.Namespace, producers: int) -> int:
-    if args.per_producer is not None:
-        return args.per_producer
-    share = -(-args.calls_per_point // producers)
-    return max(10, -(-share // 10) * 10)
+def bench(args: argparse.Namespace) -> None:
+    contender = f"DBOS {version('dbos')}"
+    timer = watchdog(180, "DBOS's launch")
+    peer = Bench(args)
+    timer.cancel()
+    try:
+        for producers, per_producer, mix in submit_points(args):
+            log(f"debounce: {producers} producers x up to {per_producer}, {mix}")
+            timer = watchdog(args.time_box + 120, f"the point of {producers} producers")
+            rate, calls, workflows, boxed = peer.point(producers, per_producer, mix)
+            timer.cancel()
+            emit_submit(contender, mix, producers, rate,
+                        note(mix, per_producer, args.max_connections,
+                             min(producers, args.max_connections), calls, workflows, boxed,
+                             args.time_box))
+    finally:
+        try:
+            peer.close()
+        except Exception as error:  # noqa: BLE001
+            log(f"DBOS.destroy failed: {error!r}")
 
 
 def main() -> int:
     args = parse_arguments()
-    contender = f"DBOS {version('dbos')}"
-    bench: Bench | None = None
-    try:
-        timer = watchdog(180, "DBOS's launch")
-        bench = Bench(args)
-        timer.cancel()
-        for producers in args.producer_counts:
-            per_producer = per_producer_for(args, producers)
-            for mix in args.mix_list:
-                log(f"debounce: {producers} producers x up to {per_producer}, {mix}")
-                timer = watchdog(args.time_box + 120, f"the point of {producers} producers")
-                rate, calls, workflows, boxed = bench.point(producers, per_producer, mix)
-                timer.cancel()
-                emit({
-                    "contender": contender, "figure": "submit", "mix": mix,
-                    "producers": producers, "value": round(rate, 1), "unit": "/s",
-                    "note": note(mix, per_producer, args.max_connections,
-                                 min(producers, args.max_connections), calls, workflows, boxed,
-                                 args.time_box),
-                })
-    except BenchError as error:
-        log(f"failed: {error}")
-        return 1
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    except Exception as error:
-        log(f"failed: {error!r}")
-        return 1
-    finally:
-        if bench is not None:
-            try:
-                bench.close()
-            except Exception as error:  # noqa: BLE001
-                log(f"DBOS.destroy failed: {error!r}")
-    return 0
+    return run_main(lambda: bench(args))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ The clock runs from T until no job of the entrypoint is left in the queue table 
 query every 50 ms), as scripts/postgres-bench.sh does for the package's own workers.
 `--drain-start cold` instead enqueues the jobs due at once and starts the clock when the
 worker processes are spawned (their interpreter start-up, imports and connect included).
+
+The key mixes, the options of a point and the output's plumbing are peers_common.py's, beside
+this file, shared with dbos_bench.py.
 """
 
 from __future__ import annotations
@@ -45,31 +48,16 @@ from pgqueuer.models import Job
 from pgqueuer.qm import QueueManager
 from pgqueuer.queries import Queries
 
+# peers_common.py is beside this file: sys.path[0] when it runs as a script, from any folder.
+from peers_common import HOT_KEYS, BenchError, database_url, emit, emit_submit, log, run_main
+from peers_common import add_mix_arguments, add_size_arguments, check_point_arguments
+from peers_common import key_for, per_producer_for, submit_points
+
 CONTENDER = f"pgqueuer {pgqueuer.__version__}"
 SUBMIT_ENTRYPOINT = "dpd_peers_submit"
 DRAIN_ENTRYPOINT = "dpd_peers_drain"
-HOT_KEYS = 100
 CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 120.0  # no statement of the bench takes near this: a stuck server fails
-
-
-class BenchError(Exception):
-    """A step failed: reported on stderr, exit status 1, no figure printed for it."""
-
-
-def log(message: str) -> None:
-    print(f"pgqueuer_bench: {message}", file=sys.stderr, flush=True)
-
-
-def emit(record: dict) -> None:
-    print(json.dumps(record), flush=True)
-
-
-def database_url() -> str:
-    url = os.environ.get("DPD_POSTGRES_URL", "")
-    if not url:
-        raise BenchError("set DPD_POSTGRES_URL (scripts/postgres.sh start prints one)")
-    return url
 
 
 async def connect(url: str) -> asyncpg.Connection:
@@ -117,12 +105,6 @@ async def clear(connection: asyncpg.Connection) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # submissions
-
-
-def key_for(run: str, mix: str, producer: int, index: int) -> str:
-    if mix == "hot" and index % 10 == 9:
-        return f"hot-{(producer * 7 + index // 10) % HOT_KEYS}"
-    return f"{run}-p{producer}-{index}"
 
 
 async def submit_point(
@@ -419,16 +401,11 @@ async def drain(url: str, args: argparse.Namespace) -> tuple[float, int, float]:
 
 def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--producers", default="1,8,64,256",
-                        help="producer counts, comma-separated (default 1,8,64,256)")
-    parser.add_argument("--per-producer", type=int, default=None,
-                        help="jobs per producer at every point (default: --calls-per-point / P,"
-                             " rounded up to a multiple of 10)")
-    parser.add_argument("--calls-per-point", type=int, default=10_000,
-                        help="total calls per point when --per-producer is not given")
-    parser.add_argument("--mixes", default="distinct,hot", help="distinct,hot")
-    parser.add_argument("--max-connections", type=int, default=64,
-                        help="pool size cap: the pool has min(P, this) connections")
+    add_size_arguments(parser, unit="jobs", calls_per_point=10_000,
+                       calls_per_point_help="total calls per point when --per-producer is not"
+                                            " given")
+    add_mix_arguments(parser, max_connections_help="pool size cap: the pool has min(P, this)"
+                                                    " connections")
     parser.add_argument("--batched-size", type=int, default=100,
                         help="jobs per enqueue call in the batched point (0: skip it)")
     parser.add_argument("--batched-producers", type=int, default=8)
@@ -450,43 +427,23 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=10, help=argparse.SUPPRESS)
     parser.add_argument("--max-concurrent", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    try:
-        args.producer_counts = [int(p) for p in args.producers.split(",") if p.strip()]
-    except ValueError:
-        parser.error("--producers takes integers, comma-separated")
-    args.mix_list = [m.strip() for m in args.mixes.split(",") if m.strip()]
-    if any(m not in ("distinct", "hot") for m in args.mix_list):
-        parser.error("--mixes takes distinct and/or hot")
-    if any(p < 1 for p in args.producer_counts) or args.max_connections < 1:
-        parser.error("producer counts and --max-connections must be positive")
+    check_point_arguments(parser, args)
     if args.drain_max_concurrent and args.drain_max_concurrent < 2 * args.drain_batch_size:
         parser.error("pgqueuer needs --drain-max-concurrent >= 2 x --drain-batch-size")
     return args
-
-
-def per_producer_for(args: argparse.Namespace, producers: int) -> int:
-    if args.per_producer is not None:
-        return args.per_producer
-    share = -(-args.calls_per_point // producers)
-    return max(10, -(-share // 10) * 10)
 
 
 async def bench(args: argparse.Namespace) -> None:
     url = database_url()
     await install_schema(url)
     if not args.skip_submit:
-        for producers in args.producer_counts:
-            per_producer = per_producer_for(args, producers)
-            for mix in args.mix_list:
-                log(f"submit: {producers} producers x {per_producer}, {mix}")
-                rate, calls, rejected, connections = await submit_point(
-                    url, producers, per_producer, mix, args.max_connections, 1
-                )
-                emit({
-                    "contender": CONTENDER, "figure": "submit", "mix": mix,
-                    "producers": producers, "value": round(rate, 1), "unit": "/s",
-                    "note": submit_note(mix, per_producer, connections, rejected, calls, 1),
-                })
+        for producers, per_producer, mix in submit_points(args):
+            log(f"submit: {producers} producers x {per_producer}, {mix}")
+            rate, calls, rejected, connections = await submit_point(
+                url, producers, per_producer, mix, args.max_connections, 1
+            )
+            emit_submit(CONTENDER, mix, producers, rate,
+                        submit_note(mix, per_producer, connections, rejected, calls, 1))
         if args.batched_size > 1:
             producers = args.batched_producers
             per_producer = max(
@@ -530,21 +487,9 @@ async def bench(args: argparse.Namespace) -> None:
 
 def main() -> int:
     args = parse_arguments()
-    try:
-        if args.worker:
-            worker_main(args)
-        else:
-            run_async(bench(args))
-    except BenchError as error:
-        log(f"failed: {error}")
-        return 1
-    except KeyboardInterrupt:
-        log("interrupted")
-        return 130
-    except Exception as error:
-        log(f"failed: {error!r}")
-        return 1
-    return 0
+    if args.worker:
+        return run_main(lambda: worker_main(args))
+    return run_main(lambda: run_async(bench(args)))
 
 
 if __name__ == "__main__":
