@@ -1,15 +1,3 @@
-#if canImport(Darwin)
-  import os
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Bionic)
-  import Bionic
-#else
-  #error("BurstRecordLocks needs os_unfair_lock (Darwin) or pthread_mutex_t (Glibc, Musl, Bionic).")
-#endif
-
 /// The locks of every ``BurstRecord``: a fixed table of 64 stripes shared by all records of the
 /// process. A record's address picks its stripe, whose lock guards the record's word, and whose
 /// waiter table holds the tasks that await the record's tickets.
@@ -18,8 +6,7 @@
 /// `pthread_mutex_t` and the state), and a keyed instance keeps one record per pending key. A
 /// record's lock is held only for a few instructions, never while another record's is taken and
 /// never around user code, so shared ones serve: two records of one stripe wait for each other
-/// only that long. Like ``LockBox``, it uses `os_unfair_lock` on Apple platforms and
-/// `pthread_mutex_t` elsewhere (which ThreadSanitizer understands).
+/// only that long. Like ``LockBox``, it uses the ``PlatformLock``.
 @usableFromInline
 struct BurstRecordLocks: @unchecked Sendable {
   // Sound as `@unchecked Sendable`: the stripes are allocated and their locks and tables
@@ -27,11 +14,7 @@ struct BurstRecordLocks: @unchecked Sendable {
   // once, thread-safely); they are never moved or freed, and a stripe's table is only read or
   // written while its lock is held.
 
-  #if canImport(Darwin)
-    typealias Lock = os_unfair_lock
-  #else
-    typealias Lock = pthread_mutex_t
-  #endif
+  typealias Lock = PlatformLock.Primitive
 
   /// A task awaiting the outcome of submission `seq` of a record.
   typealias Waiter = (
@@ -47,22 +30,10 @@ struct BurstRecordLocks: @unchecked Sendable {
     let table: UnsafeMutablePointer<Table>
 
     @inline(__always)
-    func acquire() {
-      #if canImport(Darwin)
-        os_unfair_lock_lock(lock)
-      #else
-        pthread_mutex_lock(lock)
-      #endif
-    }
+    func acquire() { PlatformLock.acquire(lock) }
 
     @inline(__always)
-    func release() {
-      #if canImport(Darwin)
-        os_unfair_lock_unlock(lock)
-      #else
-        pthread_mutex_unlock(lock)
-      #endif
-    }
+    func release() { PlatformLock.release(lock) }
   }
 
   static let count = 64
@@ -81,13 +52,7 @@ struct BurstRecordLocks: @unchecked Sendable {
     for index in 0..<Self.count {
       let stripe = Self.stripe(at: index, in: base)
       stripe.table.initialize(to: [:])
-      #if canImport(Darwin)
-        stripe.lock.initialize(to: os_unfair_lock())
-      #else
-        stripe.lock.initialize(to: pthread_mutex_t())
-        let status = pthread_mutex_init(stripe.lock, nil)
-        precondition(status == 0, "pthread_mutex_init failed with \(status)")
-      #endif
+      PlatformLock.initialize(stripe.lock)
     }
   }
 

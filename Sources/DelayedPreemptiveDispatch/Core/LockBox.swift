@@ -1,21 +1,5 @@
-#if canImport(Darwin)
-  import os
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Bionic)
-  import Bionic
-#else
-  #error("LockBox needs os_unfair_lock (Darwin) or pthread_mutex_t (Glibc, Musl, Bionic).")
-#endif
-
-/// A value guarded by a platform lock: `os_unfair_lock` on Apple platforms, `pthread_mutex_t`
+/// A value guarded by a ``PlatformLock``: `os_unfair_lock` on Apple platforms, `pthread_mutex_t`
 /// elsewhere.
-///
-/// It is used instead of `Synchronization.Mutex` because, on Linux, `Mutex` parks waiters on a
-/// futex that ThreadSanitizer cannot see, which makes TSan report false races under contention.
-/// TSan understands `pthread_mutex_t`, and `os_unfair_lock` is the cheapest lock on Darwin.
 ///
 /// The closure passed to ``withLock(_:)`` must never call user code: the library only performs
 /// state transitions under it. Clock readings are taken before the lock. One exception: an
@@ -27,11 +11,7 @@ package final class LockBox<State>: @unchecked Sendable {
   // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
   // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that
   // are initialised in `init` and destroyed only in `deinit`, when no other reference exists.
-  #if canImport(Darwin)
-    @usableFromInline typealias Lock = os_unfair_lock
-  #else
-    @usableFromInline typealias Lock = pthread_mutex_t
-  #endif
+  @usableFromInline typealias Lock = PlatformLock.Primitive
   /// The lock, at the start of the one allocation that holds both the lock and the state.
   @usableFromInline let lock: UnsafeMutablePointer<Lock>
 
@@ -49,20 +29,11 @@ package final class LockBox<State>: @unchecked Sendable {
       alignment: max(MemoryLayout<Lock>.alignment, MemoryLayout<State>.alignment))
     (storage + stateOffset).bindMemory(to: State.self, capacity: 1).initialize(to: initialState)
     lock = storage.bindMemory(to: Lock.self, capacity: 1)
-    #if canImport(Darwin)
-      lock.initialize(to: os_unfair_lock())
-    #else
-      lock.initialize(to: pthread_mutex_t())
-      let status = pthread_mutex_init(lock, nil)
-      precondition(status == 0, "pthread_mutex_init failed with \(status)")
-    #endif
+    PlatformLock.initialize(lock)
   }
 
   deinit {
-    #if !canImport(Darwin)
-      pthread_mutex_destroy(lock)
-    #endif
-    lock.deinitialize(count: 1)
+    PlatformLock.destroy(lock)
     state.deinitialize(count: 1)
     UnsafeMutableRawPointer(lock).deallocate()
   }
@@ -83,19 +54,11 @@ package final class LockBox<State>: @unchecked Sendable {
 
   @inlinable
   func acquire() {
-    #if canImport(Darwin)
-      os_unfair_lock_lock(lock)
-    #else
-      pthread_mutex_lock(lock)
-    #endif
+    PlatformLock.acquire(lock)
   }
 
   @inlinable
   func release() {
-    #if canImport(Darwin)
-      os_unfair_lock_unlock(lock)
-    #else
-      pthread_mutex_unlock(lock)
-    #endif
+    PlatformLock.release(lock)
   }
 }
