@@ -51,11 +51,10 @@ struct Probe: Sendable {
   let latch = Latch()
 }
 
-/// Fire lateness with `keys` keys pending: `probes` times, a new key with a 10 ms delay; the
-/// overshoot is how long after its deadline its task started.
-func lateness<D: KeyedDebouncer>(_: D.Type, benchmark: Benchmark) {
-  let probe = Locked<Probe?>(nil)
-  let debouncer = D { key in
+/// The task of the lateness workloads: it notes when the current probe's key ran and opens its
+/// latch; other keys do nothing.
+func probeTask(_ probe: Locked<Probe?>) -> @Sendable (Int) -> Void {
+  { key in
     let now = uptime()
     probe.withLock { probe -> Latch? in
       guard probe?.key == key else { return nil }
@@ -63,6 +62,13 @@ func lateness<D: KeyedDebouncer>(_: D.Type, benchmark: Benchmark) {
       return probe?.latch
     }?.open()
   }
+}
+
+/// Fire lateness with `keys` keys pending: `probes` times, a new key with a 10 ms delay; the
+/// overshoot is how long after its deadline its task started.
+func lateness<D: KeyedDebouncer>(_: D.Type, benchmark: Benchmark) {
+  let probe = Locked<Probe?>(nil)
+  let debouncer = D(task: probeTask(probe))
   for key in 0..<keys { debouncer.submit(key, delay: farDelay) }
   for index in 0..<probes {
     let current = Probe(key: keys + index)
@@ -102,14 +108,7 @@ func dueAtOnce<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
 /// probe's task.
 func lateness<D: AsyncKeyedDebouncer>(_: D.Type, benchmark: Benchmark) async {
   let probe = Locked<Probe?>(nil)
-  let debouncer = D { key in
-    let now = uptime()
-    probe.withLock { probe -> Latch? in
-      guard probe?.key == key else { return nil }
-      probe?.fired = now
-      return probe?.latch
-    }?.open()
-  }
+  let debouncer = D(task: probeTask(probe))
   for key in 0..<keys { await debouncer.submit(key, delay: farDelay) }
   for index in 0..<probes {
     let current = Probe(key: keys + index)
