@@ -617,6 +617,8 @@ python3 scripts/benchmarks.py            # runs everything (about 10 minutes on 
 python3 scripts/benchmarks.py --report   # rewrites this file and the chart from that run
 python3 scripts/benchmarks.py --keyed    # reruns only the keyed workloads and their section
 python3 scripts/benchmarks.py --stream   # reruns only the stream workloads and their section
+bash scripts/postgres-bench.sh           # the PostgreSQL section: 3 runs beside the peers (15 min)
+bash scripts/instructions.sh --markdown Benchmarks/instructions.md   # the instruction counts
 ```
 """
 
