@@ -251,15 +251,24 @@ struct ClaimedBurst: Sendable {
 /// The end of successful runs, in one batch: deletes each row with no burst behind its head,
 /// and makes the next burst the head of the others (the submissions during the run, or after a
 /// burst reached `maxSubmissions`, run after it: runs of one key never overlap). A claim that
-/// was taken over (expired lease) matches nothing: the claims it returns are those whose end
-/// was recorded. It locks its rows in key order first, as the renewal and the upsert do, so
-/// that they cannot deadlock.
+/// was taken over (expired lease), or whose end an earlier attempt of this statement already
+/// recorded, matches nothing: the claims it returns are those whose end this statement
+/// recorded. It locks its rows in key order first, as the renewal and the upsert do, so that
+/// they cannot deadlock.
+///
+/// Every new value is computed in `done`, from the row as it was locked, never in the
+/// `UPDATE`: a submission that committed after this statement's snapshot was taken, and before
+/// the lock, changes the row the lock returns, while the `UPDATE` first forms its new row from
+/// the snapshot's version. PostgreSQL checks `NOT NULL` on that first form, before it rereads
+/// the locked row, so `value = b.later -> 0` on a snapshot whose `later` was still empty
+/// failed with SQLSTATE 23502 (`PostgresSubmissionRaceTests` makes that happen on purpose).
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = UUID
 
   static let sql = """
     WITH done AS (
-      SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished
+      SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished,
+        b.later -> 0 AS next_value, b.later - 0 AS next_later, \(nextHeadDue) AS next_due
       FROM dpd_bursts AS b, unnest($2::text[], $3::uuid[]) AS d(key, claim)
       WHERE b.name = $1 AND b.key = d.key AND b.claim = d.claim
       ORDER BY b.key
@@ -270,7 +279,7 @@ struct SucceededStatement: PostgresPreparedStatement {
       RETURNING done.claim
     ), released AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, value = b.later -> 0, later = b.later - 0, due_at = \(nextHeadDue)
+        attempts = 0, value = done.next_value, later = done.next_later, due_at = done.next_due
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
@@ -292,6 +301,38 @@ struct SucceededStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(UUID.self) }
+}
+
+/// Releases the claims that this worker (`owner`, unique to one `run`) holds in the database but
+/// does not know of: those of a claim statement that was applied but whose answer was lost (a
+/// restart ended the session, or no answer came in time). `known` is every claim the worker
+/// knows it holds; a row claimed by `owner` under any other claim never ran here, so it becomes
+/// due again at once, and its attempt is given back. A row that another worker took over meanwhile
+/// has another owner and is left alone. Returns the keys it released.
+struct ReleaseUnknownClaimsStatement: PostgresPreparedStatement {
+  typealias Row = String
+
+  static let sql = """
+    UPDATE dpd_bursts SET claim = NULL, owner = NULL, claimed_generation = NULL,
+      attempts = greatest(attempts - 1, 0), due_at = least(due_at, clock_timestamp())
+    WHERE name = $1 AND owner = $2 AND claim IS NOT NULL AND NOT (claim = ANY($3))
+    RETURNING key
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text, .text, .uuidArray]
+
+  var name: String
+  var owner: String
+  var known: [UUID]
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 3)
+    bindings.append(name)
+    bindings.append(owner)
+    bindings.append(known)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(String.self) }
 }
 
 /// The end of a run that threw: retry the head after an exponential backoff, or keep the row as
