@@ -5,7 +5,8 @@ import Foundation
 /// writes many per round trip.
 actor CompletionBatcher<Value: Codable & Sendable> {
   private let queue: PostgresDelayedPreemptiveQueue<Value>
-  private var waiting: [(burst: ClaimedBurst, written: CheckedContinuation<Bool, any Error>)] = []
+  private typealias Waiting = (burst: ClaimedBurst, written: CheckedContinuation<Bool, any Error>)
+  private var waiting: [Waiting] = []
   private var writing = false
 
   init(queue: PostgresDelayedPreemptiveQueue<Value>) {
@@ -28,13 +29,24 @@ actor CompletionBatcher<Value: Codable & Sendable> {
     while !waiting.isEmpty {
       let batch = waiting
       waiting = []
-      do {
-        let recorded = Set(try await queue.succeeded(batch.map(\.burst)))
-        for entry in batch { entry.written.resume(returning: recorded.contains(entry.burst.claim)) }
-      } catch {
-        for entry in batch { entry.written.resume(throwing: error) }
-      }
+      await write(batch)
     }
     writing = false
+  }
+
+  /// Writes one batch and answers its runs. A batch that the database refuses for a reason
+  /// that is neither an outage nor a conflict (a defect) is written again one run at a time, so
+  /// that the run it is about fails alone and the others are recorded.
+  private func write(_ batch: [Waiting]) async {
+    do {
+      let recorded = Set(try await queue.succeeded(batch.map(\.burst)))
+      for entry in batch { entry.written.resume(returning: recorded.contains(entry.burst.claim)) }
+    } catch let error as PostgresDelayedPreemptiveQueueError
+      where batch.count > 1 && error.kind != .outage && error.kind != .conflict
+    {
+      for entry in batch { await write([entry]) }
+    } catch {
+      for entry in batch { entry.written.resume(throwing: error) }
+    }
   }
 }

@@ -27,6 +27,7 @@ extension PostgresDelayedPreemptiveQueue {
     let limit = min(connectionTimeout, timeout ?? connectionTimeout)
     let client = client
     let probe = probe
+    let faults = faults
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         call.install(continuation)
@@ -34,7 +35,12 @@ extension PostgresDelayedPreemptiveQueue {
           do {
             let result = try await client.withConnection { connection in
               guard call.startSending() else { throw CancellationError() }
-              return try await body(connection)
+              let result = try await body(connection)
+              if let faults, faults.takesAnswer(of: operation) {
+                try? await connection.close()
+                throw LostAnswer(operation: operation)
+              }
+              return result
             }
             call.end(.success(result))
           } catch {
@@ -198,8 +204,11 @@ struct CallFailure: Sendable {
       let sqlState = error.serverInfo?[.sqlState] ?? "?????"
       let message = error.serverInfo?[.message] ?? "\(error.code)"
       // The server ends sessions when it shuts down or cannot take them: not the call's fault.
-      if sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") || sqlState == "53300" {
-        return unreachable("\(message) (SQLSTATE \(sqlState))")
+      // Once the call was sent, the server may have committed it before it ended the session
+      // (a restart's 57P01 arrives after the statement ran), so its outcome is unknown.
+      if sqlState.hasPrefix("08") || sqlState.hasPrefix("57") || sqlState == "53300" {
+        let reason = "\(message) (SQLSTATE \(sqlState))"
+        return sent ? unknown(reason) : unreachable(reason)
       }
       if sqlState == Schema.newerSchemaState {
         return PostgresDelayedPreemptiveQueueError.newerSchema(

@@ -85,7 +85,19 @@ extension PostgresDelayedPreemptiveQueue {
   func millisecondsUntilDue() async throws -> Double? {
     let statement = NextDueStatement(name: name)
     let logger = logger
-    return try await database("claim") { try await $0.rows(statement, logger: logger).first ?? nil }
+    return try await database("nextDeadline") {
+      try await $0.rows(statement, logger: logger).first ?? nil
+    }
+  }
+
+  /// Releases the claims that `owner` holds in the database beyond `known` (those of a claim
+  /// whose answer was lost); returns their keys.
+  func releaseUnknownClaims(owner: String, known: [UUID]) async throws -> [String] {
+    let statement = ReleaseUnknownClaimsStatement(name: name, owner: owner, known: known)
+    let logger = logger
+    return try await database("releaseUnknownClaims") {
+      try await $0.rows(statement, logger: logger)
+    }
   }
 
   /// Renews the leases of `claims`; returns those it renewed.
@@ -110,10 +122,21 @@ extension PostgresDelayedPreemptiveQueue {
   func failed(_ burst: ClaimedBurst, error: any Error) async throws -> FailedStatement.Outcome? {
     let statement = FailedStatement(
       name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
-      backoffMilliseconds: retryBackoff.milliseconds, error: String(describing: error),
+      backoffMilliseconds: retryBackoff.milliseconds, error: Self.storedErrorText(error),
       append: merge == .append)
     let logger = logger
-    return try await database("complete") { try await $0.rows(statement, logger: logger).first }
+    return try await database("recordFailure") {
+      try await $0.rows(statement, logger: logger).first
+    }
+  }
+
+  /// A handler's error as `last_error` keeps it: its description, without NUL characters (which
+  /// PostgreSQL's text refuses, so that the statement would fail on every retry) and cut to
+  /// 4,096 characters.
+  static func storedErrorText(_ error: any Error) -> String {
+    var text = String(describing: error).replacingOccurrences(of: "\0", with: "\\0")
+    if text.count > 4096 { text = String(text.prefix(4095)) + "…" }
+    return text
   }
 
   /// Bursts not finished, and seconds since the deadline of the oldest due one not claimed.

@@ -82,6 +82,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// moment the client's pool has a connection again; postgres-nio retries a failed connection
   /// after 100 ms × 1.25ⁿ (up to a minute), so a long or repeated outage can add seconds.
   public var outageBackoff: Duration = .seconds(5)
+  /// The tests' seam for answers lost after a statement was applied; nil outside the tests.
+  var faults: DatabaseFaults?
 
   /// Creates a handle on the queue `name` in the database that `client` reaches; several
   /// handles (on several replicas) with one `name` share its bursts.

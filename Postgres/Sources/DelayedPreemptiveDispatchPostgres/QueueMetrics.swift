@@ -7,7 +7,8 @@ import Metrics
 /// | label | kind | what |
 /// |---|---|---|
 /// | `dpd.postgres.submissions` | counter | `delay` calls stored |
-/// | `dpd.postgres.runs` | counter, `outcome` | ends of runs: `succeeded`, `retried`, `failed` (kept in `failures()`), `lease_lost` |
+/// | `dpd.postgres.runs` | counter, `outcome` | ends of runs: `succeeded`, `retried`, `failed` (kept in `failures()`, or dropped), `lease_lost`, `unconfirmed` (an attempt to record the end lost its answer, and the retry found the end recorded or the burst taken over) |
+/// | `dpd.postgres.defects` | counter, `statement` | statements of a worker that the database refused for their data (SQLSTATE classes 22, 23, 54, XX, and any error that is neither an outage nor a conflict): a defect of this package, logged at error level; the run's burst runs again once its lease runs out |
 /// | `dpd.postgres.takeovers` | counter | claims of a burst whose lease had run out on another worker |
 /// | `dpd.postgres.lateness` | timer | from a burst's deadline to its handler's start |
 /// | `dpd.postgres.run.duration` | timer | the handler's run time |
@@ -19,14 +20,27 @@ struct QueueMetrics: Sendable {
   let retried: Counter
   let failed: Counter
   let leaseLost: Counter
+  let unconfirmed: Counter
   let takeovers: Counter
   let lateness: Metrics.Timer
   let runDuration: Metrics.Timer
   let pending: Gauge
   let overdueAge: Gauge
+  private let queue: [(String, String)]
+  private let factory: any MetricsFactory
+
+  /// Counts a defect: `statement` is the label of the worker's statement that was refused.
+  func defect(in statement: String) {
+    Counter(
+      label: "dpd.postgres.defects", dimensions: queue + [("statement", statement)],
+      factory: factory
+    ).increment()
+  }
 
   init(queue name: String, factory: any MetricsFactory) {
     let queue = [("queue", name)]
+    self.queue = queue
+    self.factory = factory
     func runs(_ outcome: String) -> Counter {
       Counter(
         label: "dpd.postgres.runs", dimensions: queue + [("outcome", outcome)], factory: factory)
@@ -36,6 +50,7 @@ struct QueueMetrics: Sendable {
     retried = runs("retried")
     failed = runs("failed")
     leaseLost = runs("lease_lost")
+    unconfirmed = runs("unconfirmed")
     takeovers = Counter(label: "dpd.postgres.takeovers", dimensions: queue, factory: factory)
     lateness = Metrics.Timer(label: "dpd.postgres.lateness", dimensions: queue, factory: factory)
     runDuration = Metrics.Timer(

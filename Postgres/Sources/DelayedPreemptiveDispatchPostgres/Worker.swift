@@ -50,26 +50,40 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     logger.info("worker stopped")
   }
 
+  /// What the claim loop carries from one claim to the next.
+  private struct ClaimState {
+    /// The claims of the jobs in flight: every claim this worker knows it holds.
+    var running = Set<UUID>()
+    /// The last claim got all it asked for, so more is probably due.
+    var backlog = false
+    /// A claim statement whose answer was lost may have claimed rows that this worker does not
+    /// know of: until this instant, every claim first releases such rows. The window outlasts
+    /// `connectionTimeout`, so that a statement the server ran late is swept too; past it, the
+    /// lease still ends such a claim.
+    var releaseUnknownUntil: ContinuousClock.Instant?
+  }
+
   /// Claims and starts jobs until cancelled (or an error that retrying cannot heal), then waits
-  /// for the jobs in flight. Rethrows that error after the wait.
+  /// for the jobs in flight, and releases any claim of this worker that it never learnt of.
+  /// Rethrows that error after the wait.
   private func claimLoop(doorbell: Doorbell) async throws {
     var failure: (any Error)?
-    var outage = Outage(what: "claiming", cap: queue.outageBackoff, logger: logger)
+    var outage = Outage(
+      what: "claiming", statement: "claim", cap: queue.outageBackoff, logger: logger)
+    var state = ClaimState()
     await withTaskGroup(of: Event.self) { group in
-      var running = Set<UUID>()
       var sleeping = false
-      var backlog = false
       while true {
         if !Task.isCancelled && failure == nil {
           var wait: Duration?
           do {
-            wait = try await claimAndStart(running: &running, backlog: &backlog, group: &group)
+            wait = try await claimAndStart(&state, group: &group)
             outage.ended()
           } catch let error as PostgresDelayedPreemptiveQueueError where error.isPermanent {
             logger.error("worker stops: \(error)")
             failure = error
           } catch {
-            wait = outage.failed(error)
+            wait = outage.failed(error, defects: queue.metrics)
           }
           if let wait, !sleeping {
             sleeping = true
@@ -79,14 +93,17 @@ struct Worker<Value: Codable & Sendable>: Sendable {
             }
           }
         }
-        if (Task.isCancelled || failure != nil) && running.isEmpty { break }
+        if (Task.isCancelled || failure != nil) && state.running.isEmpty { break }
         switch await group.next() {
-        case .finished(let claim): running.remove(claim)
+        case .finished(let claim): state.running.remove(claim)
         case .woke: sleeping = false
         case nil: break
         }
       }
       group.cancelAll()
+    }
+    if state.releaseUnknownUntil != nil {
+      _ = try? await releaseUnknownClaims(known: [])
     }
     if let failure { throw failure }
   }
@@ -97,18 +114,32 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// `backlog` says that the last claim got all it asked for, so more is probably due: then a
   /// busy worker waits until a quarter of its slots are free and claims them together, rather
   /// than one row per finished job. Without a backlog it claims for any free slot at once.
-  private func claimAndStart(
-    running: inout Set<UUID>, backlog: inout Bool, group: inout TaskGroup<Event>
-  ) async throws -> Duration? {
-    let free = concurrency - running.count
-    guard free > 0, !backlog || running.isEmpty || free >= max(1, concurrency / 4) else {
+  private func claimAndStart(_ state: inout ClaimState, group: inout TaskGroup<Event>)
+    async throws -> Duration?
+  {
+    let free = concurrency - state.running.count
+    guard free > 0, !state.backlog || state.running.isEmpty || free >= max(1, concurrency / 4)
+    else {
       return nil
     }
-    let sentAt = ContinuousClock.now
-    let claimed = try await uncancelled { [queue, owner] in
-      try await queue.claim(limit: free, owner: owner)
+    if let until = state.releaseUnknownUntil {
+      _ = try await releaseUnknownClaims(known: Array(state.running))
+      if ContinuousClock.now >= until { state.releaseUnknownUntil = nil }
     }
-    backlog = claimed.count == free
+    let sentAt = ContinuousClock.now
+    let claimed: [ClaimedBurst]
+    do {
+      claimed = try await uncancelled { [queue, owner] in
+        try await queue.claim(limit: free, owner: owner)
+      }
+    } catch {
+      if case .databaseUnreachable? = error as? PostgresDelayedPreemptiveQueueError {
+        throw error  // never sent: nothing was claimed
+      }
+      state.releaseUnknownUntil = ContinuousClock.now + queue.connectionTimeout * 2
+      throw error
+    }
+    state.backlog = claimed.count == free
     for burst in claimed {
       if burst.gaveWay {
         queue.metrics.failed.increment()
@@ -133,7 +164,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
           "took over a burst whose lease ran out", metadata: ["dpd.attempt": "\(burst.attempt)"])
         logger.debug("took over", metadata: ["dpd.key": "\(burst.key)"])
       }
-      running.insert(burst.claim)
+      state.running.insert(burst.claim)
       leases.add(burst.claim, expiry: sentAt + queue.lease)
       let job = Task { await perform(burst, claimedAt: sentAt) }
       group.addTask {
@@ -141,10 +172,24 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         return .finished(burst.claim)
       }
     }
-    if claimed.count == free { return running.count < concurrency ? .zero : nil }
+    if claimed.count == free { return state.running.count < concurrency ? .zero : nil }
     let untilDue = try await uncancelled { [queue] in try await queue.millisecondsUntilDue() }
     let sleep = untilDue.map { Duration.milliseconds(max(0, $0)) } ?? queue.safetyPoll
     return min(sleep, queue.safetyPoll)
+  }
+
+  /// Releases the rows this worker claimed without learning of it (see
+  /// ``ReleaseUnknownClaimsStatement``), so that they run at once rather than after their lease.
+  private func releaseUnknownClaims(known: [UUID]) async throws -> [String] {
+    let released = try await uncancelled { [queue, owner] in
+      try await queue.releaseUnknownClaims(owner: owner, known: known)
+    }
+    if !released.isEmpty {
+      logger.notice(
+        "released \(released.count) claims whose answer was lost; they run again at once")
+      logger.debug("released unknown claims", metadata: ["dpd.keys": "\(released)"])
+    }
+    return released
   }
 
   /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
@@ -175,12 +220,20 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// decides whether the run still holds its claim (an end recorded under a claim that was
   /// taken over matches nothing); a run whose handler was cancelled because its lease was lost
   /// records nothing, and retries stop, counting the run as lost, once the lease has run out.
+  ///
+  /// Every attempt is safe after an earlier one that was applied but not confirmed: the claim
+  /// it names is gone then, so the retry matches nothing. A statement that the database refuses
+  /// for any other reason than an outage or a conflict is a defect: it is logged at error level
+  /// and counted, and not retried; the run's lease then runs out, and the burst runs again.
   private func record(_ result: Result<Void, any Error>, of burst: ClaimedBurst) async {
-    var outage = Outage(what: "recording a run's end", cap: queue.outageBackoff, logger: logger)
+    var outage = Outage(
+      what: "recording a run's end", statement: "complete", cap: queue.outageBackoff, logger: logger
+    )
     if case .failure = result, leases.isLost(burst.claim) {
       leaseLost(burst)
       return
     }
+    var unconfirmed = false
     while true {
       do {
         switch result {
@@ -188,44 +241,26 @@ struct Worker<Value: Codable & Sendable>: Sendable {
           if try await completions.succeeded(burst) {
             queue.metrics.succeeded.increment()
           } else {
-            leaseLost(burst)
+            notRecorded(burst, unconfirmed: unconfirmed)
           }
         case .failure(let error):
           let kept = try await uncancelled { [queue] in try await queue.failed(burst, error: error)
           }
-          switch kept {
-          case nil: leaseLost(burst)
-          case .gaveWay? where burst.attempt >= queue.maxAttempts:
-            queue.metrics.failed.increment()
-            let message =
-              "burst dropped after \(burst.attempt) runs: \(error); a later burst of its key "
-              + "runs next, so it is not kept"
-            logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
-            logger.debug("dropped", metadata: ["dpd.key": "\(burst.key)"])
-          case .gaveWay?:
-            queue.metrics.retried.increment()
-            logger.info(
-              "handler threw; the later burst of its key, with a newer value, runs next: \(error)",
-              metadata: ["dpd.attempt": "\(burst.attempt)"])
-            logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
-          case .kept?:
-            queue.metrics.failed.increment()
-            logger.warning(
-              "burst kept as failed after \(burst.attempt) runs: \(error)",
-              metadata: ["dpd.attempts": "\(burst.attempt)"])
-            logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
-          case .retried?:
-            queue.metrics.retried.increment()
-            logger.info(
-              "handler threw; retrying with backoff: \(error)",
-              metadata: ["dpd.attempt": "\(burst.attempt)"])
-            logger.debug("retry", metadata: ["dpd.key": "\(burst.key)"])
-          }
+          recordedFailure(kept, of: burst, error: error, unconfirmed: unconfirmed)
         }
         outage.ended()
         return
+      } catch let error as PostgresDelayedPreemptiveQueueError
+        where error.kind != .outage && error.kind != .conflict
+      {
+        let statement = result.isSuccess ? "complete" : "recordFailure"
+        defect(error, in: statement, of: burst)
+        return
       } catch {
-        let wait = outage.failed(error)
+        if (error as? PostgresDelayedPreemptiveQueueError)?.isUnconfirmed == true {
+          unconfirmed = true
+        }
+        let wait = outage.failed(error, defects: queue.metrics)
         if leases.isLost(burst.claim) {
           leaseLost(burst)
           return
@@ -237,6 +272,66 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         }
       }
     }
+  }
+
+  /// Logs and counts what became of a run that threw.
+  private func recordedFailure(
+    _ kept: FailedStatement.Outcome?, of burst: ClaimedBurst, error: any Error, unconfirmed: Bool
+  ) {
+    switch kept {
+    case nil: notRecorded(burst, unconfirmed: unconfirmed)
+    case .gaveWay? where burst.attempt >= queue.maxAttempts:
+      queue.metrics.failed.increment()
+      let message =
+        "burst dropped after \(burst.attempt) runs: \(error); a later burst of its key "
+        + "runs next, so it is not kept"
+      logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
+      logger.debug("dropped", metadata: ["dpd.key": "\(burst.key)"])
+    case .gaveWay?:
+      queue.metrics.retried.increment()
+      logger.info(
+        "handler threw; the later burst of its key, with a newer value, runs next: \(error)",
+        metadata: ["dpd.attempt": "\(burst.attempt)"])
+      logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
+    case .kept?:
+      queue.metrics.failed.increment()
+      logger.warning(
+        "burst kept as failed after \(burst.attempt) runs: \(error)",
+        metadata: ["dpd.attempts": "\(burst.attempt)"])
+      logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
+    case .retried?:
+      queue.metrics.retried.increment()
+      logger.info(
+        "handler threw; retrying with backoff: \(error)",
+        metadata: ["dpd.attempt": "\(burst.attempt)"])
+      logger.debug("retry", metadata: ["dpd.key": "\(burst.key)"])
+    }
+  }
+
+  /// The end's statement matched no row under the run's claim: the claim was taken over, or an
+  /// earlier attempt whose answer was lost recorded the end.
+  private func notRecorded(_ burst: ClaimedBurst, unconfirmed: Bool) {
+    guard unconfirmed else { return leaseLost(burst) }
+    queue.metrics.unconfirmed.increment()
+    let message =
+      "a run's end was not confirmed: an earlier attempt whose answer was lost recorded it, or "
+      + "the burst was taken over meanwhile"
+    logger.info("\(message)", metadata: ["dpd.attempt": "\(burst.attempt)"])
+    logger.debug("end unconfirmed", metadata: ["dpd.key": "\(burst.key)"])
+  }
+
+  /// A statement about one run that the database refused for a reason retrying cannot heal.
+  private func defect(
+    _ error: PostgresDelayedPreemptiveQueueError, in statement: String, of burst: ClaimedBurst
+  ) {
+    queue.metrics.defect(in: statement)
+    let message =
+      "the database refused \(statement), a defect of this package: \(error); the run's end is "
+      + "not recorded, and its burst runs again once its lease runs out"
+    logger.error(
+      "\(message)",
+      metadata: ["dpd.statement": "\(statement)", "dpd.attempt": "\(burst.attempt)"])
+    logger.debug("defect", metadata: ["dpd.key": "\(burst.key)"])
   }
 
   private func leaseLost(_ burst: ClaimedBurst) {
@@ -252,7 +347,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// beside the loop, so that a slow answer does not delay the expiry checks.
   private func renewLeases() async {
     let interval = queue.lease / 3
-    let outage = Locked(Outage(what: "renewing leases", cap: queue.outageBackoff, logger: logger))
+    let outage = Locked(
+      Outage(what: "renewing leases", statement: "renew", cap: queue.outageBackoff, logger: logger))
     let renewing = Locked(false)
     while true {
       do {
@@ -272,7 +368,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
           leases.renewed(claims, renewed: Set(renewed), sentAt: sentAt, lease: queue.lease)
           outage.withLock { $0.ended() }
         } catch {
-          _ = outage.withLock { $0.failed(error) }
+          // Not renewed: the leases run out here unless a later renewal gets through.
+          _ = outage.withLock { $0.failed(error, defects: queue.metrics) }
         }
       }
     }
@@ -298,7 +395,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 
   /// Listens for wake-ups of this queue; reconnects after an error until cancelled.
   private func listen(ringing doorbell: Doorbell) async {
-    var outage = Outage(what: "listening for wake-ups", cap: queue.outageBackoff, logger: logger)
+    var outage = Outage(
+      what: "listening for wake-ups", statement: "listen", cap: queue.outageBackoff, logger: logger)
     while !Task.isCancelled {
       do {
         try await queue.client.withConnection { connection in
@@ -312,7 +410,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         }
       } catch {
         if Task.isCancelled { return }
-        let wait = outage.failed(error)
+        let wait = outage.failed(error, defects: queue.metrics)
         do {
           try await Task.sleep(for: max(wait, queue.safetyPoll))
         } catch {
@@ -324,23 +422,34 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 }
 
 /// One loop's view of an outage: a backoff that starts at 100 ms and doubles up to `cap`, a
-/// warning when the outage starts and a notice when it ends.
+/// warning when the outage starts and a notice when it ends. An error that is no outage (the
+/// database refused the statement for its data, or for another reason that waiting cannot heal)
+/// is a defect: it is logged at error level, each time, and counted, and waits the same backoff.
 struct Outage {
   let what: String
+  /// The label of the statement the loop sends, for the defects metric.
+  let statement: String
   let cap: Duration
   let logger: Logger
   private var backoff: Duration?
   private var started: ContinuousClock.Instant?
 
-  init(what: String, cap: Duration, logger: Logger) {
+  init(what: String, statement: String, cap: Duration, logger: Logger) {
     self.what = what
+    self.statement = statement
     self.cap = cap
     self.logger = logger
   }
 
   /// Returns how long to wait before the next try.
-  mutating func failed(_ error: any Error) -> Duration {
-    if started == nil {
+  mutating func failed(_ error: any Error, defects: QueueMetrics) -> Duration {
+    let kind = (error as? PostgresDelayedPreemptiveQueueError)?.kind ?? .outage
+    if kind != .outage && kind != .conflict {
+      defects.defect(in: statement)
+      logger.error(
+        "the database refused \(statement) while \(what), a defect of this package: \(error)",
+        metadata: ["dpd.statement": "\(statement)"])
+    } else if started == nil {
       started = .now
       logger.warning("database unavailable while \(what); retrying: \(error)")
     } else {
@@ -356,6 +465,13 @@ struct Outage {
     logger.notice("database available again for \(what) after \(ContinuousClock.now - started)")
     self.started = nil
     backoff = nil
+  }
+}
+
+extension Result {
+  var isSuccess: Bool {
+    if case .success = self { return true }
+    return false
   }
 }
 
