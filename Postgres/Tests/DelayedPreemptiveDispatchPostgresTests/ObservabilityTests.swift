@@ -37,7 +37,7 @@ struct PostgresObservabilityTests {
       try await queue.migrate()
       let known = KnownRuns(name: queue.name, runs: RunList(), stolenCancelled: Latch())
       let stolenStarted = Latch()
-      let worker = Task {
+      let worker = Task { [queue] in
         try await queue.run { run in
           known.runs.append(run.key, "\(run.attempt)")
           switch (run.key, run.attempt) {

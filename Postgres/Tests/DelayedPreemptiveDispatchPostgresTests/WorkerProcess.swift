@@ -27,8 +27,13 @@ final class WorkerProcess: Sendable {
   let output: Pipe
   let errors: Pipe
 
-  /// Starts the worker with `arguments`, talking to the test database.
-  init(_ arguments: [String], url: String = TestDatabase.url) throws {
+  /// The file the worker's standard error goes to, when one was given instead of the pipe.
+  let errorFile: URL?
+
+  /// Starts the worker with `arguments`, talking to the test database. With `errorFile`, its
+  /// standard error goes to that file, so that a worker that logs much never blocks on a full
+  /// pipe.
+  init(_ arguments: [String], url: String = TestDatabase.url, errorFile: URL? = nil) throws {
     process = Process()
     process.executableURL = Self.productsDirectory.appendingPathComponent(
       "dpd-postgres-test-worker")
@@ -37,7 +42,13 @@ final class WorkerProcess: Sendable {
     output = Pipe()
     errors = Pipe()
     process.standardOutput = output
-    process.standardError = errors
+    self.errorFile = errorFile
+    if let errorFile {
+      _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+      process.standardError = try FileHandle(forWritingTo: errorFile)
+    } else {
+      process.standardError = errors
+    }
     try process.run()
   }
 
@@ -89,6 +100,9 @@ final class WorkerProcess: Sendable {
 
   func errorText() -> String {
     if process.isRunning { return "(still running)" }
+    if let errorFile {
+      return (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+    }
     return String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
   }
 

@@ -6,6 +6,8 @@ struct WorkerSettings: Sendable {
   var concurrency = 4
   var leaseMilliseconds = 30_000
   var handlerMilliseconds = 0
+  /// With a value, each handler sleeps a random time from 0 to this many milliseconds instead.
+  var handlerMaxMilliseconds: Int?
   var maxAttempts = 5
   var retryBackoffMilliseconds = 1000
   var record = false
@@ -40,6 +42,7 @@ struct WorkerSettings: Sendable {
       case "--concurrency": concurrency = Self.number(remaining.popFirst(), flag)
       case "--lease-ms": leaseMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--handler-ms": handlerMilliseconds = Self.number(remaining.popFirst(), flag)
+      case "--handler-max-ms": handlerMaxMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--max-attempts": maxAttempts = Self.number(remaining.popFirst(), flag)
       case "--retry-backoff-ms":
         retryBackoffMilliseconds = Self.number(remaining.popFirst(), flag)

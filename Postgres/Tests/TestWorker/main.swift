@@ -7,6 +7,7 @@
 //   --max-attempts N      maxAttempts (default: 5)
 //   --retry-backoff-ms N  retryBackoff (default: 1000)
 //   --handler-ms N        how long each handler sleeps (default: 0)
+//   --handler-max-ms N    each handler sleeps a random time from 0 to N ms instead
 //   --record              record each run's start and end in table dpd_test_runs
 //   --record-batched      record runs (no times) in batches: for large backlogs
 //   --fenced              after the sleep, make a fenced write to dpd_test_fenced (even when
@@ -68,8 +69,10 @@ let batchWriter = Task {
     client: client, configuration: configuration, name: settings.name, options: options,
     lease: .milliseconds(settings.leaseMilliseconds), maxAttempts: settings.maxAttempts,
     merge: merge, logger: logger)
-  queue.safetyPoll = .milliseconds(200)
-  queue.outageBackoff = .seconds(1)
+  if ProcessInfo.processInfo.environment["DPD_TEST_WORKER_DEFAULT_TIMINGS"] == nil {
+    queue.safetyPoll = .milliseconds(200)
+    queue.outageBackoff = .seconds(1)
+  }
   queue.retryBackoff = .milliseconds(settings.retryBackoffMilliseconds)
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
@@ -85,9 +88,12 @@ let batchWriter = Task {
       } : nil
     if settings.crash { kill(getpid(), SIGKILL) }
     var cancelledAt: Double?
-    if settings.handlerMilliseconds > 0 {
+    let sleep =
+      settings.handlerMaxMilliseconds.map { Int.random(in: 0...$0) }
+      ?? settings.handlerMilliseconds
+    if sleep > 0 {
       do {
-        try await Task.sleep(for: .milliseconds(settings.handlerMilliseconds))
+        try await Task.sleep(for: .milliseconds(sleep))
       } catch {
         cancelledAt = Date().timeIntervalSince1970
       }
