@@ -261,7 +261,7 @@ struct ClaimedBurst: Sendable {
 /// the lock, changes the row the lock returns, while the `UPDATE` first forms its new row from
 /// the snapshot's version. PostgreSQL checks `NOT NULL` on that first form, before it rereads
 /// the locked row, so `value = b.later -> 0` on a snapshot whose `later` was still empty
-/// failed with SQLSTATE 23502 (`PostgresSubmissionRaceTests` makes that happen on purpose).
+/// failed with SQLSTATE 23502 (`PostgresUnconfirmedTests` makes that happen on purpose).
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = UUID
 

@@ -32,8 +32,10 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
   /// within" the connection timeout). The call was not sent: nothing was written.
   case databaseUnreachable(host: String, port: Int, reason: String)
   /// The call was sent to the database at `host`:`port`, but no answer came within the
-  /// connection timeout, or the connection broke before the answer: the call may or may not
-  /// have been applied. `key` is the key of the call, when it had one. Retrying is safe: a
+  /// connection timeout, or the connection broke before the answer, or the server ended the
+  /// session after the call was sent (SQLSTATE classes 57 and 08, as a restart does: the server
+  /// may commit a statement before it ends the session): the call may or may not have been
+  /// applied. `key` is the key of the call, when it had one. Retrying is safe: a
   /// second `delay` of the same key and value has the effect of one.
   case outcomeUnknown(key: String?, host: String, port: Int, reason: String)
   /// The database answered `operation` with an error: `sqlState` is its SQLSTATE (for instance

@@ -10,18 +10,18 @@ import Testing
 /// the same 108 keys (so that submissions land while their key runs, and bursts wait in
 /// `later`), both cores kept busy by two spinning processes, then a third worker joining after
 /// the restart. Every key whose last `delay` returned must run with that value or a newer one,
-/// and no row may stay claimed once the queue has drained.
+/// and no row may stay claimed once the queue has drained. Part of the serialized outage suite,
+/// so that no other test restarts the fault server meanwhile.
 ///
-/// `DPD_RESTART_RUNS` says how many times in a row (default 1, as in CI); the closing notes
-/// report 20 by hand.
-@Suite(.serialized, .enabled(if: FaultServer.isConfigured, FaultServer.skipReason))
-struct PostgresRestartUnderLoadTests {
-  static let runs = Int(ProcessInfo.processInfo.environment["DPD_RESTART_RUNS"] ?? "") ?? 1
-  static let leaseMilliseconds =
+/// `DPD_RESTART_RUNS` says how many times in a row (default 1, as in CI);
+/// `DPD_RESTART_LEASE_MS` the lease (default 3000); `DPD_RESTART_WARNINGS` prints the workers'
+/// warnings.
+extension PostgresOutageTests {
+  static let restartRuns = Int(ProcessInfo.processInfo.environment["DPD_RESTART_RUNS"] ?? "") ?? 1
+  static let restartLeaseMilliseconds =
     Int(ProcessInfo.processInfo.environment["DPD_RESTART_LEASE_MS"] ?? "") ?? 3000
-  static let lease = Duration.milliseconds(leaseMilliseconds)
 
-  struct Outcome: Sendable, CustomStringConvertible {
+  struct RestartOutcome: Sendable, CustomStringConvertible {
     var acknowledged = 0
     var keys = 0
     var lost: [String] = []
@@ -39,10 +39,10 @@ struct PostgresRestartUnderLoadTests {
   }
 
   @Test func restartUnderLoadLosesNoAcknowledgedSubmission() async throws {
-    var outcomes: [Outcome] = []
-    for run in 1...Self.runs {
+    var outcomes: [RestartOutcome] = []
+    for run in 1...Self.restartRuns {
       let outcome = try await restartOnce()
-      print("restart under load, run \(run) of \(Self.runs): \(outcome)")
+      print("restart under load, run \(run) of \(Self.restartRuns): \(outcome)")
       for line in outcome.errors.prefix(20) { print("  worker log: \(line)") }
       outcomes.append(outcome)
     }
@@ -58,9 +58,10 @@ struct PostgresRestartUnderLoadTests {
     }
   }
 
-  func restartOnce() async throws -> Outcome {
+  func restartOnce() async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
-      "restart-load", lease: Self.lease, maxAttempts: 50, url: FaultServer.url
+      "restart-load", lease: .milliseconds(Self.restartLeaseMilliseconds), maxAttempts: 50,
+      url: FaultServer.url
     ) { queue, client in
       var queue = queue
       queue.connectionTimeout = .seconds(4)
@@ -70,7 +71,8 @@ struct PostgresRestartUnderLoadTests {
       try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
       defer { try? FileManager.default.removeItem(at: logs) }
       let flags = [
-        "--concurrency", "4", "--lease-ms", "\(Self.leaseMilliseconds)", "--max-attempts", "50",
+        "--concurrency", "4", "--lease-ms", "\(Self.restartLeaseMilliseconds)", "--max-attempts",
+        "50",
         "--retry-backoff-ms", "100", "--handler-max-ms", "400", "--log-level", "info",
       ]
       var workers: [WorkerProcess] = []
@@ -120,14 +122,14 @@ struct PostgresRestartUnderLoadTests {
       stop.set()
       await producing.value
 
-      var outcome = Outcome()
+      var outcome = RestartOutcome()
       let drainStart = ContinuousClock.now
       if try await queue.drains(within: .seconds(45), every: .milliseconds(250)) {
         outcome.drained = ContinuousClock.now - drainStart
       }
       outcome.alive = workers.filter(\.process.isRunning).count
-      outcome.stranded = try await Self.claimedKeys(queue.name, client: client)
-      let pending = try await Self.pendingRows(queue.name, client: client)
+      outcome.stranded = try await RunTable.claimedKeys(queue.name, client: client)
+      let pending = try await RunTable.rows(queue.name, client: client)
       try await PostgresReplicaTests.stop(workers)
       for spinner in spinners { spinner.stop() }
 
@@ -171,27 +173,6 @@ struct PostgresRestartUnderLoadTests {
       return outcome
     }
   }
-
-  /// Keys whose row still holds a claim.
-  static func claimedKeys(_ name: String, client: PostgresClient) async throws -> [String] {
-    var keys: [String] = []
-    let rows = try await client.query(
-      "SELECT key FROM dpd_bursts WHERE name = \(name) AND claim IS NOT NULL ORDER BY key")
-    for try await key in rows.decode(String.self) { keys.append(key) }
-    return keys
-  }
-
-  /// Every column of the rows left, as text, to diagnose a failure.
-  static func pendingRows(_ name: String, client: PostgresClient) async throws -> [String] {
-    var found: [String] = []
-    let rows = try await client.query(
-      """
-      SELECT row_to_json(b)::text || ' now ' || clock_timestamp()::text
-      FROM dpd_bursts AS b WHERE name = \(name)
-      """)
-    for try await row in rows.decode(String.self) { found.append(row) }
-    return found
-  }
 }
 
 /// What the producers of the restart test saw.
@@ -229,6 +210,27 @@ final class Spinner: Sendable {
 }
 
 extension RunTable {
+  /// Keys whose row still holds a claim.
+  static func claimedKeys(_ name: String, client: PostgresClient) async throws -> [String] {
+    var keys: [String] = []
+    let rows = try await client.query(
+      "SELECT key FROM dpd_bursts WHERE name = \(name) AND claim IS NOT NULL ORDER BY key")
+    for try await key in rows.decode(String.self) { keys.append(key) }
+    return keys
+  }
+
+  /// Every column of the rows left, as text, to diagnose a failure.
+  static func rows(_ name: String, client: PostgresClient) async throws -> [String] {
+    var found: [String] = []
+    let rows = try await client.query(
+      """
+      SELECT row_to_json(b)::text || ' now ' || clock_timestamp()::text
+      FROM dpd_bursts AS b WHERE name = \(name)
+      """)
+    for try await row in rows.decode(String.self) { found.append(row) }
+    return found
+  }
+
   /// Each key's newest value (values are increasing numbers per key) among its finished runs.
   func newestRunValues() async throws -> [String: Int] {
     var values: [String: Int] = [:]

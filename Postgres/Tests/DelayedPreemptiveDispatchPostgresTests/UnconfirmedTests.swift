@@ -128,7 +128,7 @@ struct PostgresUnconfirmedTests {
       try await worker.value
 
       #expect(faults.lostAnswers(of: statement) == 1, "the fault never fired")
-      #expect(try await PostgresRestartUnderLoadTests.claimedKeys(queue.name, client: client) == [])
+      #expect(try await RunTable.claimedKeys(queue.name, client: client) == [])
       #expect(try await queue.failures().isEmpty)
       // v1 runs to its end, but with `.replace` a failed v1 gives way to the newer v2.
       let v1GivesWay =
@@ -167,11 +167,11 @@ struct PostgresUnconfirmedTests {
       #expect(try await queue.releaseUnknownClaims(owner: "stale", known: []) == [])
       #expect(try await queue.releaseUnknownClaims(owner: "fresh", known: [fresh.claim]) == [])
       #expect(
-        try await PostgresRestartUnderLoadTests.claimedKeys(queue.name, client: client) == ["k"])
+        try await RunTable.claimedKeys(queue.name, client: client) == ["k"])
 
       #expect(try await queue.succeeded([fresh]) == [fresh.claim])
       #expect(try await queue.pendingCount() == (laterWaiting ? 1 : 0))
-      #expect(try await PostgresRestartUnderLoadTests.claimedKeys(queue.name, client: client) == [])
+      #expect(try await RunTable.claimedKeys(queue.name, client: client) == [])
     }
   }
 
@@ -187,7 +187,7 @@ struct PostgresUnconfirmedTests {
       let released = try await queue.releaseUnknownClaims(owner: "me", known: [known.claim])
       #expect(released == [mine[1].key])
       #expect(
-        try await PostgresRestartUnderLoadTests.claimedKeys(queue.name, client: client)
+        try await RunTable.claimedKeys(queue.name, client: client)
           == [known.key, theirs[0].key].sorted())
       let again = try #require(try await queue.claim(limit: 1, owner: "me").first)
       #expect(again.key == mine[1].key)
