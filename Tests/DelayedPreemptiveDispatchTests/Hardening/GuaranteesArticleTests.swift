@@ -12,6 +12,10 @@ import Testing
   /// The Postgres package's article names tests of that package.
   static let replicasArticle = catalog.appendingPathComponent("AcrossReplicasWithPostgreSQL.md")
   static let postgresTestsDirectory = repository.appendingPathComponent("Postgres/Tests")
+  /// The Postgres package's own guarantees article.
+  static let productionArticle = repository.appendingPathComponent(
+    "Postgres/Sources/DelayedPreemptiveDispatchPostgres/DelayedPreemptiveDispatchPostgres.docc/"
+      + "GuaranteesInProduction.md")
 
   /// `Suite.testName` references in the article, or bare `Suite` ones.
   static func references(in text: String) -> [(suite: String, test: String?)] {
@@ -30,9 +34,18 @@ import Testing
     }
     for file in files where file.pathExtension == "swift" {
       let source = try String(contentsOf: file, encoding: .utf8)
-      guard let suite = source.firstMatch(of: /struct ([A-Z][A-Za-z]*Tests)\b/)?.1 else { continue }
-      let functions = source.matches(of: /func ([a-z][A-Za-z0-9]*)\(/).map { String($0.1) }
-      suites[String(suite), default: []].formUnion(functions)
+      // Each function belongs to the nearest suite declared (or extended) above it.
+      var suite: String?
+      for match in source.matches(
+        of: /(?:(?:struct|extension) ([A-Z][A-Za-z]*Tests)\b)|(?:func ([a-z][A-Za-z0-9]*)\()/)
+      {
+        if let declared = match.1 {
+          suite = String(declared)
+          suites[String(declared), default: []].formUnion([])
+        } else if let function = match.2, let suite {
+          suites[suite, default: []].insert(String(function))
+        }
+      }
     }
     return suites
   }
@@ -40,7 +53,11 @@ import Testing
   @Test func everyTestTheArticleNamesExists() throws {
     let text = try String(contentsOf: Self.article, encoding: .utf8)
     let replicas = try String(contentsOf: Self.replicasArticle, encoding: .utf8)
-    let references = Self.references(in: text) + Self.references(in: replicas)
+    let production = try String(contentsOf: Self.productionArticle, encoding: .utf8)
+    let references =
+      Self.references(in: text) + Self.references(in: replicas)
+      + Self.references(in: production)
+    #expect(Self.references(in: production).count > 30)
     #expect(references.count > 50)
     #expect(Self.references(in: replicas).count > 10)
     let declared = try Self.declaredTests()

@@ -109,12 +109,12 @@ enum CombiningKind: String, CaseIterable, Sendable, CustomStringConvertible {
         await release.wait()
       }
     }
-    await keyed.delay(1, .zero, [1])
-    await keyed.delay(1, .zero, [2])
+    _ = await keyed.delay(1, .zero, [1])
+    _ = await keyed.delay(1, .zero, [2])
     let firing = Task { await clock.advance(by: .zero) }
     await started.wait()
-    await keyed.delay(1, .zero, [3])
-    await keyed.delay(1, .zero, [4])
+    _ = await keyed.delay(1, .zero, [3])
+    _ = await keyed.delay(1, .zero, [4])
     release.open()
     await firing.value
     await clock.advance(by: .zero)
@@ -131,7 +131,7 @@ enum CombiningKind: String, CaseIterable, Sendable, CustomStringConvertible {
     await keyed.cancel(1)
     #expect(await first.outcome == .cancelled)
     #expect(await second.outcome == .cancelled)
-    await keyed.delay(1, .seconds(1), [3])
+    _ = await keyed.delay(1, .seconds(1), [3])
     await clock.advance(by: .seconds(1))
     #expect(ran.all == ["1:[3]"])
   }
@@ -140,7 +140,7 @@ enum CombiningKind: String, CaseIterable, Sendable, CustomStringConvertible {
   @Test(arguments: CombiningKind.allCases)
   func maxSubmissionsBoundsTheCombinedValues(_ kind: CombiningKind) async {
     let keyed = kind.make(clock: clock, options: DelayOptions(maxSubmissions: 3), ran: ran)
-    for value in 1...7 { await keyed.delay(1, .seconds(1), [value]) }
+    for value in 1...7 { _ = await keyed.delay(1, .seconds(1), [value]) }
     await clock.advance(by: .seconds(1))
     await keyed.wait()
     #expect(ran.all == ["1:[1, 2, 3]", "1:[4, 5, 6]", "1:[7]"])
