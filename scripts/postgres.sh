@@ -5,6 +5,8 @@
 #   scripts/postgres.sh url     # prints the URL of the running one
 #   scripts/postgres.sh stop    # stops it and removes its data directory
 #   scripts/postgres.sh restart # pg_ctl restart -m fast: the outage of a database restart
+#   scripts/postgres.sh down    # pg_ctl stop -m fast, keeping the data: an outage until `up`
+#   scripts/postgres.sh up      # starts the stopped server again, on the same port
 #   scripts/postgres.sh freeze  # SIGSTOP the postmaster: new connections get no answer
 #   scripts/postgres.sh thaw    # SIGCONT the postmaster
 #
@@ -62,6 +64,14 @@ as_owner() {
   fi
 }
 
+# Starts the server of $DIR on $PORT, loopback only, durability off.
+start_server() {
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start -o \
+    "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$DIR \
+     -c max_connections=200 -c fsync=off -c synchronous_commit=off \
+     -c full_page_writes=off" >/dev/null
+}
+
 read_state() {
   [[ -f "$state" ]] || return 1
   # shellcheck disable=SC1090
@@ -109,10 +119,7 @@ start() {
   local attempt
   for attempt in 1 2 3 4 5; do
     PORT="$(free_port)"
-    if as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start -o \
-      "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$DIR \
-       -c max_connections=200 -c fsync=off -c synchronous_commit=off \
-       -c full_page_writes=off" >/dev/null; then
+    if start_server; then
       break
     fi
     log "start on port $PORT failed (attempt $attempt)"
@@ -175,6 +182,20 @@ restart)
   }
   as_owner "$BIN/pg_ctl" -D "$DIR/data" -m fast -w -t 60 restart -l "$DIR/server.log" >/dev/null
   ;;
+down)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" -m fast -w -t 60 stop >/dev/null
+  ;;
+up)
+  read_state || {
+    log "no server known (state file: $state)"
+    exit 1
+  }
+  is_running || start_server
+  ;;
 freeze)
   is_running || {
     log "no server running"
@@ -202,7 +223,7 @@ stop)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|url|restart|freeze|thaw" >&2
+  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw" >&2
   exit 2
   ;;
 esac

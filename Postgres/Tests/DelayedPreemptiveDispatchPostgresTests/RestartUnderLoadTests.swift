@@ -18,6 +18,9 @@ import Testing
 /// warnings.
 extension PostgresOutageTests {
   static let restartRuns = Int(ProcessInfo.processInfo.environment["DPD_RESTART_RUNS"] ?? "") ?? 1
+  /// `DPD_RESTART_MORE_OUTAGES`: a stop and start, and a frozen postmaster, after the restart.
+  static let restartWithMoreOutages =
+    ProcessInfo.processInfo.environment["DPD_RESTART_MORE_OUTAGES"] != nil
   static let restartLeaseMilliseconds =
     Int(ProcessInfo.processInfo.environment["DPD_RESTART_LEASE_MS"] ?? "") ?? 3000
 
@@ -119,6 +122,18 @@ extension PostgresOutageTests {
           errorFile: logs.appendingPathComponent("worker-2.log")))
       await workers[2].waitUntilReady()
       try await Task.sleep(for: .seconds(2))
+      if Self.restartWithMoreOutages {
+        // As the report that found the stranded claims did: a 3 s stop and start, then an 8 s
+        // freeze of the postmaster, both while the producers go on.
+        try await FaultServer.control("down")
+        try await Task.sleep(for: .seconds(3))
+        try await FaultServer.control("up")
+        try await Task.sleep(for: .seconds(3))
+        try await FaultServer.control("freeze")
+        try await Task.sleep(for: .seconds(8))
+        try await FaultServer.control("thaw")
+        try await Task.sleep(for: .seconds(2))
+      }
       stop.set()
       await producing.value
 
