@@ -62,9 +62,9 @@ struct PreemptionStateMachine<Work> {
     // (it uses the `Bool`'s spare values), so that a pending key's state in the keyed driver
     // stays small.
     @usableFromInline var lastSeq: UInt64
-    @usableFromInline var quietDeadline: Tick
-    /// `Tick(nanoseconds: .max)` ("never") when the burst has no `maxWait`.
-    @usableFromInline var maxWaitDeadline: Tick
+    @usableFromInline var quietDeadline: TimelineInstant
+    /// `TimelineInstant(nanoseconds: .max)` ("never") when the burst has no `maxWait`.
+    @usableFromInline var maxWaitDeadline: TimelineInstant
     /// Submissions so far, the leading one included (`maxSubmissions`).
     @usableFromInline var submissions: UInt32 = 1
     /// The burst has a submission after its leading one (`leading` option), or had none: its
@@ -72,15 +72,18 @@ struct PreemptionStateMachine<Work> {
     @usableFromInline var hasTrailingSubmission: Bool
 
     @inlinable
-    init(lastSeq: UInt64, leading: Bool, quietDeadline: Tick, maxWaitDeadline: Tick?) {
+    init(
+      lastSeq: UInt64, leading: Bool, quietDeadline: TimelineInstant,
+      maxWaitDeadline: TimelineInstant?
+    ) {
       self.lastSeq = lastSeq
       self.quietDeadline = quietDeadline
-      self.maxWaitDeadline = maxWaitDeadline ?? Tick(nanoseconds: .max)
+      self.maxWaitDeadline = maxWaitDeadline ?? TimelineInstant(nanoseconds: .max)
       hasTrailingSubmission = !leading
     }
 
     @inlinable
-    var deadline: Tick { min(quietDeadline, maxWaitDeadline) }
+    var deadline: TimelineInstant { min(quietDeadline, maxWaitDeadline) }
 
     /// A submission `seq` joined the burst.
     @inlinable @inline(__always)
@@ -90,6 +93,8 @@ struct PreemptionStateMachine<Work> {
     }
   }
 
+  // The machine's state is its own: other types read and change it through its methods only.
+  // (The fields are `@usableFromInline` for the inlinable methods, not for other types.)
   // Declared widest first, so that the keyed driver's per-key state packs tightly.
   @usableFromInline var burst: Burst?
   /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
@@ -105,11 +110,28 @@ struct PreemptionStateMachine<Work> {
 
   @inlinable var isPending: Bool { burst != nil }
 
+  /// The generation of the live timer, if one is in flight.
+  @inlinable var liveTimerGeneration: UInt64? { liveTimer?.generation }
+
+  /// The pending burst's last submission, if a burst is pending.
+  @inlinable var pendingLastSeq: UInt64? { burst?.lastSeq }
+
+  /// With `combine`: takes the pending burst's value out, to merge the next submission into;
+  /// `nil` when nothing is pending or the burst has only its leading submission (the trailing
+  /// value starts afresh). The machine has no value until the next submission gives it the
+  /// merged one.
+  @inlinable
+  mutating func takeValueToCombine() -> Work? {
+    guard let burst, burst.hasTrailingSubmission else { return nil }
+    return lastWork.take()
+  }
+
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
   /// `now` means "due now".
   @inlinable
   mutating func delay(
-    at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
+    at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
+    ids: inout BurstIDs
   ) -> DelayAction {
     if let work { lastWork = work }
     guard lastWork != nil else { return .rejected }
@@ -141,7 +163,8 @@ struct PreemptionStateMachine<Work> {
   /// - Precondition: a burst is pending, and `rules.maxSubmissions` is `nil`.
   @inlinable @inline(__always)
   mutating func join(
-    at now: Tick, until requested: Tick, work: Work?, rules: BurstRules, ids: inout BurstIDs
+    at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
+    ids: inout BurstIDs
   ) -> (seq: UInt64, timer: TimerRequest?) {
     if let work { lastWork = work }
     let seq = ids.nextSequence()
@@ -156,7 +179,7 @@ struct PreemptionStateMachine<Work> {
   /// now) under the deadline policy, stores the burst, and returns the timer to arm, if any.
   @inlinable @inline(__always)
   mutating func move(
-    _ burst: inout Burst, until requested: Tick, rules: BurstRules, ids: inout BurstIDs
+    _ burst: inout Burst, until requested: TimelineInstant, rules: BurstRules, ids: inout BurstIDs
   ) -> TimerRequest? {
     switch rules.deadlinePolicy {
     case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
@@ -175,7 +198,9 @@ struct PreemptionStateMachine<Work> {
 
   /// The timer named `generation` fired at `now`.
   @inlinable
-  mutating func timerFired(at now: Tick, generation: UInt64, ids: inout BurstIDs) -> FireAction {
+  mutating func timerFired(at now: TimelineInstant, generation: UInt64, ids: inout BurstIDs)
+    -> FireAction
+  {
     guard generation == liveTimer?.generation else { return .stale }
     liveTimer = nil
     // The burst it was armed for ended: nothing to do, and nothing in flight any more.
@@ -241,7 +266,7 @@ struct PreemptionStateMachine<Work> {
   }
 
   @inlinable
-  mutating func arm(_ deadline: Tick, ids: inout BurstIDs) -> TimerRequest {
+  mutating func arm(_ deadline: TimelineInstant, ids: inout BurstIDs) -> TimerRequest {
     let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
     liveTimer = timer
     return timer
@@ -249,65 +274,3 @@ struct PreemptionStateMachine<Work> {
 }
 
 extension PreemptionStateMachine: Sendable where Work: Sendable {}
-
-/// A timer a driver must arm: report it fired, with its generation, once `deadline` is reached.
-@usableFromInline
-struct TimerRequest: Equatable, Sendable {
-  @usableFromInline var deadline: Tick
-  @usableFromInline var generation: UInt64
-
-  @inlinable
-  init(deadline: Tick, generation: UInt64) {
-    self.deadline = deadline
-    self.generation = generation
-  }
-}
-
-/// The rules every burst of an instance shares: its ``DelayOptions``, converted once.
-@usableFromInline
-struct BurstRules: Sendable {
-  @usableFromInline let deadlinePolicy: DeadlinePolicy
-  /// `maxWait` in nanoseconds, negative values as zero; `nil` for no bound.
-  @usableFromInline let maxWaitNanoseconds: Int64?
-  @usableFromInline let leading: Bool
-  /// `tolerance` in nanoseconds, with `nil` and negative values as zero.
-  @usableFromInline let toleranceNanoseconds: Int64
-  /// `tolerance` as given, for the clocks that take one.
-  @usableFromInline let tolerance: Duration?
-  /// `maxSubmissions`; `nil` for no bound.
-  @usableFromInline let maxSubmissions: UInt32?
-
-  /// - Precondition: `options.maxSubmissions`, when given, is at least 1.
-  @usableFromInline
-  init(_ options: DelayOptions) {
-    if let maxSubmissions = options.maxSubmissions {
-      DelayOptions.requireValid(maxSubmissions: maxSubmissions)
-    }
-    self.maxSubmissions = options.maxSubmissions.map { UInt32(clamping: $0) }
-    deadlinePolicy = options.deadlinePolicy
-    maxWaitNanoseconds = options.maxWait.map { max($0.saturatingNanoseconds, 0) }
-    leading = options.leading
-    toleranceNanoseconds = max(options.tolerance?.saturatingNanoseconds ?? 0, 0)
-    tolerance = options.tolerance
-  }
-}
-
-/// The counters that name submissions and timers. A keyed instance keeps one set for all its
-/// keys, so that a timer armed for a key's earlier burst can never pass for a later one's.
-@usableFromInline
-struct BurstIDs: Sendable {
-  @usableFromInline var sequence: UInt64 = 0
-  @usableFromInline var generation: UInt64 = 0
-
-  @inlinable
-  mutating func nextSequence() -> UInt64 {
-    defer { sequence &+= 1 }
-    return sequence
-  }
-
-  @inlinable
-  mutating func nextGeneration() -> UInt64 {
-    generation &+= 1
-    return generation
-  }
-}

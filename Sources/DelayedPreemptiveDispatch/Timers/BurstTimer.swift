@@ -38,27 +38,31 @@ struct TimerHandle: Sendable {
 /// they arm weakly, so a pending timer keeps no owner alive.
 @usableFromInline
 protocol BurstTimer: Sendable {
-  func now() -> Tick
+  func now() -> TimelineInstant
   /// Delivers once `deadline` is reached.
-  func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle
+  func arm(at deadline: TimelineInstant, tolerance: Duration?, delivery: TimerDelivery)
+    -> TimerHandle
 }
 
 /// Real time for the GCD shells: `DispatchTime` (the monotonic clock) and `asyncAfter`.
 struct DispatchTimeTimer: BurstTimer {
-  func now() -> Tick {
+  func now() -> TimelineInstant {
     #if canImport(Glibc)
       // The clock `DispatchTime.now()` reads on Linux (libdispatch's uptime is
       // CLOCK_MONOTONIC), read directly: the same instant, for a tenth of the instructions on
       // every submission.
       var time = timespec()
       clock_gettime(CLOCK_MONOTONIC, &time)
-      return Tick(nanoseconds: UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec))
+      return TimelineInstant(
+        nanoseconds: UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec))
     #else
-      return Tick(nanoseconds: DispatchTime.now().uptimeNanoseconds)
+      return TimelineInstant(nanoseconds: DispatchTime.now().uptimeNanoseconds)
     #endif
   }
 
-  func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle {
+  func arm(at deadline: TimelineInstant, tolerance: Duration?, delivery: TimerDelivery)
+    -> TimerHandle
+  {
     // `asyncAfter` takes no leeway; the system applies its own. A deadline centuries away (a
     // saturated huge delay) is "never", which Dispatch spells `.distantFuture`.
     let time =
@@ -101,16 +105,21 @@ private final class CancellableBlock: Sendable {
 /// Any clock: ticks are offsets from the clock's instant at `init`. A ``SchedulingClock`` is
 /// asked to call back, so it can await the delivered work; any other clock is slept on in a
 /// task, which the handle cancels.
+@usableFromInline
 struct ClockTimer<C: Clock>: BurstTimer where C.Duration == Duration {
-  let timeline: ClockTimeline<C>
+  @usableFromInline let timeline: ClockTimeline<C>
 
   init(clock: C) {
     timeline = ClockTimeline(clock: clock)
   }
 
-  func now() -> Tick { timeline.now() }
+  @usableFromInline
+  func now() -> TimelineInstant { timeline.now() }
 
-  func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle {
+  @usableFromInline
+  func arm(at deadline: TimelineInstant, tolerance: Duration?, delivery: TimerDelivery)
+    -> TimerHandle
+  {
     if let scheduler = timeline.scheduler {
       scheduler.schedule(after: now().duration(to: deadline), tolerance: tolerance) {
         await Self.deliver(delivery)

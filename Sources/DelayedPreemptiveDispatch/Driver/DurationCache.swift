@@ -21,7 +21,8 @@ struct DurationCache: Sendable {
 
   /// The instant a submission at `now` asks to run at.
   @inlinable
-  mutating func deadline(after delay: RequestedDelay, from now: Tick) -> Tick {
+  mutating func deadline(after delay: RequestedDelay, from now: TimelineInstant) -> TimelineInstant
+  {
     switch delay {
     case .nanoseconds(let nanoseconds): return now.advanced(byNanoseconds: nanoseconds)
     case .duration(let duration): return now.advanced(byNanoseconds: nanoseconds(of: duration))

@@ -1,5 +1,5 @@
 extension Duration {
-  /// `Int64.max` nanoseconds (about 292 years): the longest span a time line of ``Tick``s holds.
+  /// `Int64.max` nanoseconds (about 292 years): the longest span a time line of ``TimelineInstant``s holds.
   @usableFromInline static let saturationCeiling = Duration.nanoseconds(Int64.max)
   /// `Int64.min` nanoseconds.
   @usableFromInline static let saturationFloor = Duration.nanoseconds(Int64.min)

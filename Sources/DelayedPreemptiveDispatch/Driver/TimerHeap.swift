@@ -6,12 +6,12 @@
 struct TimerHeap<Key: Sendable>: Sendable {
   @usableFromInline
   struct Entry: Sendable {
-    @usableFromInline var deadline: Tick
+    @usableFromInline var deadline: TimelineInstant
     @usableFromInline var generation: UInt64
     @usableFromInline var key: Key
 
     @inlinable
-    init(deadline: Tick, generation: UInt64, key: Key) {
+    init(deadline: TimelineInstant, generation: UInt64, key: Key) {
       self.deadline = deadline
       self.generation = generation
       self.key = key
@@ -33,7 +33,7 @@ struct TimerHeap<Key: Sendable>: Sendable {
 
   /// Removes and returns the earliest entry if it is due by `now`.
   @inlinable
-  mutating func popDue(by now: Tick) -> Entry? {
+  mutating func popDue(by now: TimelineInstant) -> Entry? {
     guard let first = entries.first, first.deadline <= now else { return nil }
     let last = entries.removeLast()
     if !entries.isEmpty {

@@ -7,7 +7,7 @@
 /// (about 292 years) from `init`, so a deadline that far or farther is never reached; see
 /// ``ClockTimeline``.
 @usableFromInline
-struct Tick: InstantProtocol {
+struct TimelineInstant: InstantProtocol {
   @usableFromInline var nanoseconds: UInt64
 
   @inlinable
@@ -16,27 +16,29 @@ struct Tick: InstantProtocol {
   }
 
   @inlinable
-  func advanced(by duration: Duration) -> Tick {
+  func advanced(by duration: Duration) -> TimelineInstant {
     advanced(byNanoseconds: duration.saturatingNanoseconds)
   }
 
   @inlinable
-  func advanced(byNanoseconds delta: Int64) -> Tick {
+  func advanced(byNanoseconds delta: Int64) -> TimelineInstant {
     if delta >= 0 {
       let (sum, overflow) = nanoseconds.addingReportingOverflow(UInt64(delta))
-      return Tick(nanoseconds: overflow ? .max : sum)
+      return TimelineInstant(nanoseconds: overflow ? .max : sum)
     }
     let magnitude = delta.magnitude
-    return Tick(nanoseconds: nanoseconds > magnitude ? nanoseconds - magnitude : 0)
+    return TimelineInstant(nanoseconds: nanoseconds > magnitude ? nanoseconds - magnitude : 0)
   }
 
   @inlinable
-  func duration(to other: Tick) -> Duration {
+  func duration(to other: TimelineInstant) -> Duration {
     other.nanoseconds >= nanoseconds
       ? .nanoseconds(Int64(clamping: other.nanoseconds - nanoseconds))
       : .nanoseconds(-Int64(clamping: nanoseconds - other.nanoseconds))
   }
 
   @inlinable
-  static func < (lhs: Tick, rhs: Tick) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
+  static func < (lhs: TimelineInstant, rhs: TimelineInstant) -> Bool {
+    lhs.nanoseconds < rhs.nanoseconds
+  }
 }

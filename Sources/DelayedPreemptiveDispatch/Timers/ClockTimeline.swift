@@ -1,6 +1,6 @@
-/// A clock seen as ``Tick``s: nanoseconds since the clock's instant at `init`.
+/// A clock seen as ``TimelineInstant``s: nanoseconds since the clock's instant at `init`.
 ///
-/// The state machine runs on `Tick` for every clock, so it is compiled once, specialised, inside
+/// The state machine runs on `TimelineInstant` for every clock, so it is compiled once, specialised, inside
 /// this module; only reading the clock goes through the generic `C`. Both the queue's clock
 /// timer and the actor use it.
 ///
@@ -25,10 +25,10 @@ struct ClockTimeline<C: Clock>: Sendable where C.Duration == Duration {
   /// Inlinable, so that a shell specialised in its client (the keyed actor) reads its clock
   /// without generic calls.
   @inlinable
-  func now() -> Tick {
+  func now() -> TimelineInstant {
     let nanoseconds = origin.duration(to: clock.now).saturatingNanoseconds
     guard nanoseconds < .max else { Self.pastTheEnd(origin.duration(to: clock.now)) }
-    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
+    return TimelineInstant(nanoseconds: UInt64(clamping: nanoseconds))
   }
 
   @usableFromInline @inline(never)
@@ -41,7 +41,7 @@ struct ClockTimeline<C: Clock>: Sendable where C.Duration == Duration {
     fatalError("unreachable: requireArgument(false, _) stops the program")
   }
 
-  func instant(at tick: Tick) -> C.Instant {
+  func instant(at tick: TimelineInstant) -> C.Instant {
     origin.advanced(by: .nanoseconds(Int64(clamping: tick.nanoseconds)))
   }
 }

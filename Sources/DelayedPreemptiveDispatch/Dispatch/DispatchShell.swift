@@ -1,17 +1,23 @@
 import Dispatch
 
-/// The working part of a ``KeyedDelayedPreemptiveDispatchQueue``: a ``KeyedBurstDriver`` under a
-/// lock, the one timer (its deliveries only decide, on a small serial queue), and worker blocks
-/// on the target that run due tasks in batches.
+/// The working part of both GCD types, ``DelayedPreemptiveDispatchQueue`` (one line) and
+/// ``KeyedDelayedPreemptiveDispatchQueue`` (a line per key): the ``BurstDriver`` under a lock,
+/// the `DispatchGroup` that tracks the busy state, and the one timer.
 ///
-/// It says only how to arm (``BurstTimer``) and how to run (a worker block takes a batch of due
-/// runs from the driver, runs them one after another, and reports them finished as it takes
-/// the next batch). Timers capture the core weakly, so a pending timer keeps nothing alive.
+/// It says only how its timer is delivered (on ``timerQueue``, or, on a clock with
+/// `drainsOnFire`, in a task that waits for the runs the firing made due) and how a task runs
+/// (a worker block on ``runQueue`` takes ready runs from the driver and runs them one after
+/// another). With `runsWorkerInline`, a timer delivery runs the worker it starts right there, in
+/// its own block: the single queue's due task runs in the timer's block, on its serial queue.
+/// Timers capture the shell weakly, so a pending timer keeps nothing alive. Every transition
+/// happens under the lock; its effects happen after.
 @usableFromInline
-final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: TicketOwner {
-  @usableFromInline typealias Driver = KeyedBurstDriver<Key, Value>
+final class DispatchShell<Lines: BurstLines>: TicketOwner {
+  @usableFromInline typealias Driver = BurstDriver<Lines>
+  @usableFromInline typealias LineID = Lines.LineID
+  @usableFromInline typealias Work = Lines.Work
 
-  /// How many due heap entries a timer delivery handles per hold of the lock.
+  /// How many due timers a delivery hands to their lines per hold of the lock.
   @usableFromInline static var dueChunk: Int { 4_096 }
 
   @usableFromInline
@@ -22,53 +28,53 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     @usableFromInline var drainWaiters: [CheckedContinuation<Void, Never>] = []
   }
 
-  @usableFromInline let timerQueue: DispatchQueue
   @usableFromInline let runQueue: DispatchQueue
+  @usableFromInline let timerQueue: DispatchQueue
   /// Entered when the instance becomes busy, left when it is idle again.
   @usableFromInline let group = DispatchGroup()
   @usableFromInline let timer: any BurstTimer
   @usableFromInline let drainsOnFire: Bool
+  @usableFromInline let runsWorkerInline: Bool
   @usableFromInline let tolerance: Duration?
-  @usableFromInline let task: @Sendable (Key, Value) -> Void
+  @usableFromInline let task: @Sendable (LineID, Work) -> Void
   @usableFromInline let state: LockBox<State>
   /// `combine`, and the gate that keeps it from running concurrently: every call that can end
   /// a burst passes through the gate, so a burst's value, taken out of the driver for the
   /// merge, is back before anything can run or drop it. `combine` runs under the gate only,
   /// never under `state`'s lock, which workers need.
-  @usableFromInline let combine: (@Sendable (inout Value, Value) -> Void)?
+  @usableFromInline let combine: (@Sendable (inout Work, Work) -> Void)?
   @usableFromInline let gate: LockBox<Void>?
 
   @usableFromInline
   init(
-    label: String, qos: DispatchQoS, target: DispatchQueue?, timer: any BurstTimer,
-    drainsOnFire: Bool, options: DelayOptions, maxConcurrentTasks: Int?,
-    combine: (@Sendable (inout Value, Value) -> Void)? = nil,
-    task: @escaping @Sendable (Key, Value) -> Void
+    driver: Driver, runQueue: DispatchQueue, timerQueue: DispatchQueue, timer: any BurstTimer,
+    drainsOnFire: Bool, runsWorkerInline: Bool, tolerance: Duration?,
+    combine: (@Sendable (inout Work, Work) -> Void)? = nil,
+    task: @escaping @Sendable (LineID, Work) -> Void
   ) {
-    self.combine = combine
-    gate = combine == nil ? nil : LockBox(())
-    runQueue = target ?? globalQueue(qos: qos)
-    timerQueue = DispatchQueue(label: label, qos: qos, target: runQueue)
+    self.runQueue = runQueue
+    self.timerQueue = timerQueue
     self.timer = timer
     self.drainsOnFire = drainsOnFire
-    tolerance = options.tolerance
+    self.runsWorkerInline = runsWorkerInline
+    self.tolerance = tolerance
+    self.combine = combine
+    gate = combine == nil ? nil : LockBox(())
     self.task = task
-    state = LockBox(
-      State(
-        driver: Driver(
-          options: options, maxConcurrentTasks: maxConcurrentTasks,
-          keepsEveryValue: combine != nil, instance: "KeyedDelayedPreemptiveDispatchQueue")))
+    state = LockBox(State(driver: driver))
   }
 
+  // MARK: - Submissions
+
   @inlinable
-  func delay(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
-    guard let combine else { return submit(key, delay, value: value) }
+  func delay(_ id: LineID, _ delay: RequestedDelay, work: Work?) -> DelayTicket {
+    guard let combine, let work else { return submit(id, delay, work: work) }
     return gated {
-      guard var merged = state.withLock({ $0.driver.takeValueToCombine(key) }) else {
-        return submit(key, delay, value: value)
+      guard var merged = state.withLock({ $0.driver.takeValueToCombine(id) }) else {
+        return submit(id, delay, work: work)
       }
-      combine(&merged, value)
-      return submit(key, delay, value: merged)
+      combine(&merged, work)
+      return submit(id, delay, work: merged)
     }
   }
 
@@ -79,13 +85,13 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     return gate.withLock { _ in body() }
   }
 
-  @inlinable
-  func submit(_ key: Key, _ delay: RequestedDelay, value: Value) -> DelayTicket {
+  @inlinable @inline(__always)
+  func submit(_ id: LineID, _ delay: RequestedDelay, work: Work?) -> DelayTicket {
     let now = timer.now()
     var effects = BurstEffects()
     let ticket = state.withLock { state in
       let ticket = state.driver.delay(
-        key, delay, now: now, value: value, owner: self, effects: &effects)
+        id, delay, now: now, work: work, owner: self, effects: &effects)
       if effects.becameBusy { group.enter() }
       return ticket
     }
@@ -93,44 +99,42 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     return ticket
   }
 
-  /// Blocks until idle or `timeout`; stops with a message when called from one of this
-  /// instance's own tasks, which would wait for itself.
-  func wait(timeout: DispatchTime) -> DispatchTimeoutResult {
-    requireArgument(
-      !WorkerThread.isRunning(self),
-      "wait(timeout:) was called from a task of the same keyed queue, which would wait for "
-        + "itself; call it from outside the queue")
-    return group.wait(timeout: timeout)
-  }
-
   @inlinable
-  func cancel(_ key: Key) { gated { perform(state.withLock { $0.driver.cancel(key) }) } }
+  func cancel(_ id: LineID) { gated { perform(state.withLock { $0.driver.cancel(id) }) } }
   @inlinable
   func cancelAll() { gated { perform(state.withLock { $0.driver.cancelAll() }) } }
   @inlinable
-  func flush(_ key: Key) { gated { perform(state.withLock { $0.driver.flush(key) }) } }
+  func flush(_ id: LineID) { gated { perform(state.withLock { $0.driver.flush(id) }) } }
   @inlinable
   func flushAll() { gated { perform(state.withLock { $0.driver.flushAll() }) } }
+  /// The public type is going away: cancels every pending burst and forgets the tasks.
   @inlinable
   func release() { gated { perform(state.withLock { $0.driver.release() }) } }
 
   @inlinable
-  func isPending(_ key: Key) -> Bool { state.withLock { $0.driver.isPending(key) } }
+  func isPending(_ id: LineID) -> Bool { state.withLock { $0.driver.isPending(id) } }
   @inlinable var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
-  @inlinable var footprint: (keys: Int, timers: Int) { state.withLock { $0.driver.footprint } }
+  @inlinable var footprint: (lines: Int, timers: Int) { state.withLock { $0.driver.footprint } }
 
-  /// Performs `effects` with the one interpreter: each start is a worker block on the target.
+  // MARK: - Effects and workers
+
+  /// Performs `effects` with the one interpreter: each worker is a block on ``runQueue``, or,
+  /// with `inline`, the first one runs right here.
   @inlinable @inline(__always)
-  func perform(_ effects: BurstEffects) {
+  func perform(_ effects: BurstEffects, inline: Bool = false) {
     effects.perform(
-      start: { count in for _ in 0..<count { runQueue.async { self.work() } } },
+      startWorkers: { count in
+        for index in 0..<count {
+          if inline && index == 0 { work() } else { runQueue.async { self.work() } }
+        }
+      },
       arm: { arm($0) }, becameIdle: { group.leave() })
   }
 
-  /// A worker: runs batches of due runs until the driver has none left.
+  /// A worker: runs batches of ready runs until the driver has none left.
   @inlinable
   func work() {
-    var finished: [Key] = []
+    var finished: [LineID] = []
     while true {
       let (runs, effects, drained) = state.withLock { state in
         let (runs, effects) = state.driver.nextRuns(finishing: finished)
@@ -141,15 +145,17 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       perform(effects)
       guard !runs.isEmpty else { return }
       finished.removeAll(keepingCapacity: true)
-      WorkerThread.mark(self)
-      for (key, run) in runs {
-        task(key, run.work)
+      WorkerMark.mark(self)
+      for (id, run) in runs {
+        task(id, run.work)
         run.resolve()
-        finished.append(key)
+        finished.append(id)
       }
-      WorkerThread.mark(nil)
+      WorkerMark.mark(nil)
     }
   }
+
+  // MARK: - The timer
 
   @inlinable
   func timerFired(generation: UInt64) {
@@ -168,7 +174,7 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       perform(effects)
       effects = state.withLock { $0.driver.popDue(at: now, limit: Self.dueChunk) }
     }
-    perform(effects)
+    perform(effects, inline: runsWorkerInline)
   }
 
   /// On a clock: fires, then returns once every run decided so far has returned.
@@ -184,8 +190,8 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
     }
   }
 
-  /// Delivers on the timer queue (or, on a clock, in a task that waits for the runs it made
-  /// due), holding the core weakly.
+  /// Delivers on the timer queue (or, on a clock with `drainsOnFire`, in a task that waits for
+  /// the runs it made due), holding the shell weakly.
   @inlinable
   func arm(_ request: TimerRequest) {
     let generation = request.generation
@@ -200,5 +206,8 @@ final class KeyedDispatchCore<Key: Hashable & Sendable, Value: Sendable>: Ticket
       })
   }
 
-  func synchronize(_ record: BurstRecord) async {}
+  func synchronize(_ record: BurstRecord) async {
+    state.withLock { $0.driver.synchronize(record) }
+    record.resumeResolved()
+  }
 }

@@ -6,9 +6,11 @@ import Dispatch
   import Glibc
 #endif
 
-/// Which keyed core's tasks the current thread is running, in a thread-local slot.
+/// A thread-local mark of the dispatch shell whose worker runs on the current thread: a worker
+/// sets it around the tasks it runs, so that `wait(timeout:)` called from one of them can stop
+/// with a message instead of waiting for itself.
 @usableFromInline
-enum WorkerThread {
+enum WorkerMark {
   private static let slot: pthread_key_t = {
     var key = pthread_key_t()
     let status = pthread_key_create(&key, nil)
@@ -24,14 +26,5 @@ enum WorkerThread {
 
   static func isRunning(_ core: AnyObject) -> Bool {
     pthread_getspecific(slot) == UnsafeMutableRawPointer(Unmanaged.passUnretained(core).toOpaque())
-  }
-}
-
-extension Array {
-  /// Returns the elements and leaves the array empty.
-  @inlinable
-  mutating func take() -> [Element] {
-    defer { self = [] }
-    return self
   }
 }
