@@ -104,7 +104,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// - Precondition: `seconds` is finite.
   @discardableResult
   public func delay(_ seconds: TimeInterval, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
-    shell.delay(
+    shell.submit(
       Self.line,
       .nanoseconds(Duration.checkedSeconds(seconds, parameter: "delay(_:task:): seconds")),
       work: task.map(SyncWork.init))
@@ -114,7 +114,7 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// ``delay(_:task:)`` with a `Duration`.
   @discardableResult
   public func delay(for duration: Duration, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
-    shell.delay(Self.line, .duration(duration), work: task.map(SyncWork.init))
+    shell.submit(Self.line, .duration(duration), work: task.map(SyncWork.init))
   }
 
   /// Ends the pending burst without running it: its submissions resolve `.cancelled`, and its

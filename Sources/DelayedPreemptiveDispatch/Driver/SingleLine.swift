@@ -1,5 +1,6 @@
-/// The lines of a queue, an actor or a stream iterator: one line, kept for good, and at most one
-/// scheduled timer (a line schedules a new one only when its deadline moved earlier, which
+/// The lines of a queue, an actor or a stream iterator: one line, always there (the shell
+/// installs it with its task, ``BurstDriver/installLine(_:work:)``), and at most one scheduled
+/// timer (a line schedules a new one only when its deadline moved earlier, which
 /// makes the old one stale, or after the old one fired).
 @usableFromInline
 struct SingleLine<Work: Sendable>: BurstLines {
@@ -9,24 +10,24 @@ struct SingleLine<Work: Sendable>: BurstLines {
     @inlinable init() {}
   }
 
-  @usableFromInline var line: BurstLine<Work>?
+  @usableFromInline var line = BurstLine<Work>(work: nil, tracking: .none, keepsAll: false)
   @usableFromInline var timer: TimerRequest?
 
   @inlinable static var dropsIdleLines: Bool { false }
 
   @inlinable init() {}
 
-  @inlinable var count: Int { line == nil ? 0 : 1 }
+  @inlinable var count: Int { 1 }
 
   @inlinable
   func position(of id: LineID) -> Int? {
-    line == nil ? nil : 0
+    0
   }
 
   @inlinable
   subscript(at position: Int) -> BurstLine<Work> {
-    get { line! }
-    _modify { yield &line! }
+    get { line }
+    _modify { yield &line }
   }
 
   @inlinable
@@ -42,12 +43,12 @@ struct SingleLine<Work: Sendable>: BurstLines {
 
   @inlinable
   func pendingIDs() -> [LineID] {
-    line?.isPending == true ? [LineID()] : []
+    line.isPending ? [LineID()] : []
   }
 
   @inlinable
   mutating func forgetAllWork() {
-    line?.forgetWork()
+    line.forgetWork()
   }
 
   @inlinable
