@@ -21,7 +21,7 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   @usableFromInline static var dueChunk: Int { 4_096 }
 
   @usableFromInline
-  struct State {
+  struct State: Sendable {
     @usableFromInline var driver: Driver
     /// Timer deliveries on a clock, waiting for the runs decided so far to finish, so that a
     /// test clock's `advance` returns once the tasks it made due have returned.
@@ -70,11 +70,8 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   func delay(_ id: LineID, _ delay: RequestedDelay, work: Work?) -> DelayTicket {
     guard let combine, let work else { return submit(id, delay, work: work) }
     return gated {
-      guard var merged = state.withLock({ $0.driver.takeValueToCombine(id) }) else {
-        return submit(id, delay, work: work)
-      }
-      combine(&merged, work)
-      return submit(id, delay, work: merged)
+      let taken = state.withLock { $0.driver.takeValueToCombine(id) }
+      return submit(id, delay, work: Driver.merge(work, into: taken, with: combine))
     }
   }
 

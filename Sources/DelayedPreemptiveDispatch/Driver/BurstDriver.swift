@@ -122,25 +122,6 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     return ticket
   }
 
-  /// A submission that the caller's `combine` merges into the pending burst's value: takes the
-  /// value out, merges `value` into it and submits the result, all in one event. `combine` runs
-  /// where this is called: under the driver's lock, or in the actor's isolation.
-  @inlinable
-  mutating func delay(
-    _ id: LineID, _ delay: RequestedDelay, now: TimelineInstant, value: Work,
-    combine: (inout Work, Work) -> Void, owner: AnyObject, effects: inout BurstEffects
-  ) -> DelayTicket {
-    var merged = value
-    if let position = lines.position(of: id),
-      var pending = lines[at: position]
-        .takeValueToCombine()
-    {
-      combine(&pending, value)
-      merged = pending
-    }
-    return self.delay(id, delay, now: now, work: merged, owner: owner, effects: &effects)
-  }
-
   /// A submission, returning its ticket and effects together.
   @inlinable
   mutating func delay(
@@ -151,14 +132,26 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     return (ticket, effects)
   }
 
-  /// With `combine`: takes the value of `id`'s pending burst out, for a shell that must merge
-  /// the next submission into it outside the driver's lock (the GCD shells run `combine` under
-  /// no lock that workers need); the shell then submits the merged value before anything can
-  /// end the burst. `nil` when the line has no burst to merge into.
+  /// With `combine`: takes the value of `id`'s pending burst out, for the shell to merge the
+  /// next submission into with ``merge(_:into:with:)`` where no lock that workers need is held
+  /// (the GCD shells, under their gate; the actors, in their isolation); the shell then submits
+  /// the merged value before anything can end the burst. `nil` when the line has no burst to
+  /// merge into.
   @inlinable
   mutating func takeValueToCombine(_ id: LineID) -> Work? {
     guard let position = lines.position(of: id) else { return nil }
     return lines[at: position].takeValueToCombine()
+  }
+
+  /// The `combine` rule, for every shell: the value taken out of the pending burst with
+  /// `next` merged in, or `next` alone when no burst takes it (C1, C2).
+  @inlinable
+  static func merge(
+    _ next: Work, into taken: Work?, with combine: (inout Work, Work) -> Void
+  ) -> Work {
+    guard var value = taken else { return next }
+    combine(&value, next)
+    return value
   }
 
   /// The first submission of a line that holds no state: its line is built aside and stored

@@ -116,12 +116,9 @@ where C.Duration == Duration {
   @discardableResult
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
     guard let combine else { return submit(key, .duration(duration), work: value) }
-    var effects = BurstEffects()
-    let ticket = driver.delay(
-      key, .duration(duration), now: timeline.now(), value: value, combine: combine, owner: self,
-      effects: &effects)
-    perform(effects, of: key)
-    return ticket
+    let taken = driver.takeValueToCombine(key)
+    return submit(
+      key, .duration(duration), work: BurstDriver<Lines>.merge(value, into: taken, with: combine))
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.

@@ -7,11 +7,11 @@
 /// the consumer has not taken yet, the consumer suspended in `next()`, the base's end and the
 /// reading task.
 @usableFromInline
-struct DebounceState<Element: Sendable> {
+struct DebounceState<Element: Sendable>: Sendable {
   @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
 
   @usableFromInline
-  enum Phase {
+  enum Phase: Sendable {
     /// No `next()` yet: the base is not read.
     case idle
     /// The reading task reads the base.
@@ -200,12 +200,4 @@ struct DebounceState<Element: Sendable> {
     effects.watchers += watchers
     watchers = []
   }
-}
-
-/// The owner the stream's driver passes for tickets it never makes.
-@usableFromInline let noTicketOwner = NoTicketOwner()
-
-/// See ``noTicketOwner``.
-@usableFromInline final class NoTicketOwner: Sendable {
-  @usableFromInline init() {}
 }

@@ -2,15 +2,11 @@
 /// elsewhere.
 ///
 /// The closure passed to ``withLock(_:)`` must never call user code: the library only performs
-/// state transitions under it. Clock readings are taken before the lock. One exception: an
-/// adapter submits to its timer queue under its own lock, to keep the submissions in the order
-/// of its decisions, and that submission reads the clock the adapter was given (its `now`, and
-/// `schedule` for a `SchedulingClock`). A clock must therefore not call back into the adapter.
+/// state transitions under it. Clock readings are taken before the lock.
+///
+/// `Sendable` only when its state is: a box shares its state between threads.
 @usableFromInline
-package final class LockBox<State>: @unchecked Sendable {
-  // Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which
-  // holds `lock` for the whole access; `lock` and `state` live at stable heap addresses that
-  // are initialised in `init` and destroyed only in `deinit`, when no other reference exists.
+package final class LockBox<State> {
   @usableFromInline typealias Lock = PlatformLock.Primitive
   /// The lock, at the start of the one allocation that holds both the lock and the state.
   @usableFromInline let lock: UnsafeMutablePointer<Lock>
@@ -62,3 +58,9 @@ package final class LockBox<State>: @unchecked Sendable {
     PlatformLock.release(lock)
   }
 }
+
+// Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which holds
+// `lock` for the whole access; `lock` and `state` live at stable heap addresses that are
+// initialised in `init` and destroyed only in `deinit`, when no other reference exists. The
+// state itself crosses threads, so it must be `Sendable`.
+extension LockBox: @unchecked Sendable where State: Sendable {}

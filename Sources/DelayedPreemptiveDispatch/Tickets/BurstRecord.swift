@@ -1,9 +1,3 @@
-/// The shell that owns a burst: it can bring a record of its current burst up to date.
-protocol TicketOwner: AnyObject, Sendable {
-  /// Makes `record` know every preemption so far, and report later ones while it has waiters.
-  func synchronize(_ record: BurstRecord) async
-}
-
 /// What the tickets of one burst need to resolve, shared by every submission of the burst.
 ///
 /// A record is allocated once per burst, never per submission: a ``DelayTicket`` is the record
@@ -138,48 +132,5 @@ class BurstRecord: @unchecked Sendable {
       }
       if let known { continuation.resume(returning: known) }
     }
-  }
-}
-
-/// The record of a single shell's burst: it knows its owner, which tells it the preemptions
-/// made before a task started to await one of its tickets (see ``TicketLedger``).
-@usableFromInline
-final class OwnedBurstRecord: BurstRecord, @unchecked Sendable {
-  // Sound as `@unchecked Sendable`: `owner` is set once in `init`, and the runtime loads a
-  // weak reference atomically; the rest is `BurstRecord`'s.
-
-  /// A ``TicketOwner``; kept as `AnyObject` so that the inlinable submission path, which
-  /// creates records in client code, need not see the protocol.
-  private weak var owner: AnyObject?
-
-  @usableFromInline
-  init(owner: AnyObject, keepsAll: Bool) {
-    self.owner = owner
-    super.init(keepsAll: keepsAll)
-  }
-
-  override var ticketOwner: (any TicketOwner)? { owner as? any TicketOwner }
-}
-
-/// The state of a ``BurstRecord`` with the tasks that wait on it, as ``BurstRecord/withLock(_:)``
-/// hands it out: only ever accessed under the record's lock.
-struct BurstRecordState {
-  var word: BurstRecordWord
-  var waiters: [BurstRecordLocks.Waiter]
-
-  /// Takes out the waiters whose outcome is known, with their outcomes, to resume once the lock
-  /// is released.
-  mutating func takeResolved() -> [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] {
-    var resolved: [(CheckedContinuation<DelayOutcome, Never>, DelayOutcome)] = []
-    var waiting: [BurstRecordLocks.Waiter] = []
-    for waiter in waiters {
-      if let outcome = word.outcome(of: waiter.seq, leading: waiter.leading) {
-        resolved.append((waiter.continuation, outcome))
-      } else {
-        waiting.append(waiter)
-      }
-    }
-    waiters = waiting
-    return resolved
   }
 }
