@@ -52,7 +52,7 @@ extension ActorShell {
   /// Runs the pending task of `id`'s line now and returns once it has finished (after the
   /// line's earlier runs, which it follows); with nothing pending it returns at once, and so it
   /// does when called from inside one of this actor's own tasks (it would wait for itself).
-  @inlinable
+  @usableFromInline
   func flushAndWait(_ id: LineID) async {
     let effects = driver.flush(id)
     perform(effects)
@@ -64,7 +64,7 @@ extension ActorShell {
 
   /// Runs every pending task now and returns once all of them have finished; from inside one of
   /// this actor's own tasks, it returns at once.
-  @inlinable
+  @usableFromInline
   func flushAllAndWait() async {
     perform(driver.flushAll())
     guard !RunningOwner.isCurrentRun(of: ObjectIdentifier(self)) else { return }

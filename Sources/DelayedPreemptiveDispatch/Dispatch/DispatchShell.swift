@@ -98,20 +98,20 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
 
   @inlinable
   func cancel(_ id: LineID) { gated { perform(state.withLock { $0.driver.cancel(id) }) } }
-  @inlinable
+  @usableFromInline
   func cancelAll() { gated { perform(state.withLock { $0.driver.cancelAll() }) } }
   @inlinable
   func flush(_ id: LineID) { gated { perform(state.withLock { $0.driver.flush(id) }) } }
-  @inlinable
+  @usableFromInline
   func flushAll() { gated { perform(state.withLock { $0.driver.flushAll() }) } }
   /// The public type is going away: cancels every pending burst and forgets the tasks.
-  @inlinable
+  @usableFromInline
   func release() { gated { perform(state.withLock { $0.driver.release() }) } }
 
   @inlinable
   func isPending(_ id: LineID) -> Bool { state.withLock { $0.driver.isPending(id) } }
-  @inlinable var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
-  @inlinable var footprint: (lines: Int, timers: Int) { state.withLock { $0.driver.footprint } }
+  @usableFromInline var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
+  @usableFromInline var footprint: (lines: Int, timers: Int) { state.withLock { $0.driver.footprint } }
 
   // MARK: - Effects and workers
 
@@ -175,7 +175,7 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   }
 
   /// On a clock: fires, then returns once every run decided so far has returned.
-  @inlinable
+  @usableFromInline
   func timerFiredAndDrained(generation: UInt64) async {
     timerFired(generation: generation)
     await withCheckedContinuation { continuation in

@@ -65,7 +65,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
 
   /// Creates `id`'s line with the task given at `init`: the one line of a single shell, which
   /// it keeps for good.
-  @inlinable
+  @usableFromInline
   mutating func installLine(_ id: LineID, work: Work?) {
     _ = lines.insert(BurstLine(work: work, tracking: tracking, keepsAll: keepsEveryValue), for: id)
   }
@@ -78,7 +78,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   }
 
   /// Whether `id`'s line has a run decided or running.
-  @inlinable
+  @usableFromInline
   func hasRuns(_ id: LineID) -> Bool {
     lines.position(of: id).map { lines[at: $0].hasRuns } ?? false
   }
@@ -90,7 +90,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   @inlinable var unfinishedRuns: Int { book.outstanding - pendingCount }
 
   /// Lines that hold state, and scheduled timers; for tests.
-  @inlinable var footprint: (lines: Int, timers: Int) { (lines.count, lines.scheduledCount) }
+  @usableFromInline var footprint: (lines: Int, timers: Int) { (lines.count, lines.scheduledCount) }
 
   // MARK: - Submissions
 
@@ -219,14 +219,14 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     return effects
   }
 
-  @inlinable
+  @usableFromInline
   mutating func cancelAll() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { cancel(id, &effects) }
     return effects
   }
 
-  @inlinable
+  @usableFromInline
   mutating func flushAll() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { flush(id, &effects) }
@@ -235,7 +235,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
 
   /// The owner is going away: cancel every pending burst, forget the tasks given last, and
   /// stop the timer.
-  @inlinable
+  @usableFromInline
   mutating func release() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { cancel(id, forgettingWork: true, &effects) }
@@ -245,7 +245,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   }
 
   /// Stops the timer: nothing is armed any more, and its handle is cancelled.
-  @inlinable
+  @usableFromInline
   mutating func disarm(_ effects: inout BurstEffects) {
     book.disarm(&effects)
   }
@@ -403,13 +403,13 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
 
   /// Brings `record` up to date if it belongs to a pending burst: for the lines whose tickets
   /// learn preemptions on demand (the single shells), when a task starts to await one.
-  @inlinable
+  @usableFromInline
   mutating func synchronize(_ record: BurstRecord) {
     for id in lines.pendingIDs() { synchronize(record, of: id) }
   }
 
   /// Brings `record` up to date if it belongs to `id`'s pending burst.
-  @inlinable
+  @usableFromInline
   mutating func synchronize(_ record: BurstRecord, of id: LineID) {
     guard let position = lines.position(of: id) else { return }
     lines[at: position].synchronize(record)
