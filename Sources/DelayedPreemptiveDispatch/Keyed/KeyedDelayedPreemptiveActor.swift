@@ -30,7 +30,7 @@
 /// queue's are: a client compiles them for its own `Key`, `Value` and clock, so that a
 /// submission looks up no generic metadata. Only arming the timer stays generic (once per new
 /// earliest deadline, not per call). Everything it does with its driver is the shared actor
-/// code of ``ActorShell``.
+/// code of `ActorShell`.
 public final actor KeyedDelayedPreemptiveActor<Key: Hashable & Sendable, Value: Sendable, C: Clock>
 where C.Duration == Duration {
   @usableFromInline typealias Lines = KeyedLines<Key, Value>
