@@ -111,7 +111,9 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   @inlinable
   func isPending(_ id: LineID) -> Bool { state.withLock { $0.driver.isPending(id) } }
   @usableFromInline var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
-  @usableFromInline var footprint: (lines: Int, timers: Int) { state.withLock { $0.driver.footprint } }
+  @usableFromInline var footprint: (lines: Int, timers: Int) {
+    state.withLock { $0.driver.footprint }
+  }
 
   // MARK: - Effects and workers
 
