@@ -11,7 +11,7 @@
 /// | `^` | the sequence throws ``MarbleFailure`` |
 /// | `[` … `]` | the events inside, in this order, all at one tick: `[c\|]` |
 ///
-/// Spaces are ignored, so timelines can be aligned. Tick 0 is the first character.
+/// Spaces are ignored, so timelines can be aligned. TimelineInstant 0 is the first character.
 ///
 /// ```swift
 /// let input: MarbleDiagram = "ab-c---d----|"

@@ -18,16 +18,21 @@
 /// - Memory: the sleeping timer holds the actor weakly. Releasing the last reference cancels
 ///   the pending burst, stops the timer and frees the task.
 public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
-  typealias Driver = BurstDriver<AsyncWork>
+  @usableFromInline typealias Lines = SingleLine<AsyncWork>
+  private static var line: Lines.LineID { Lines.LineID() }
 
-  /// The clock as ticks: the driver runs on `Tick`, compiled and specialised once in this
-  /// module, instead of on `C.Instant` through generic witnesses on every call.
-  let timer: ClockTimer<C>
-  let tolerance: Duration?
-  private var driver: Driver
-  private var runs: ActorRuns
-  /// Tasks suspended in ``wait()``.
-  private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+  /// The clock as a time line: the driver runs on ``TimelineInstant``, compiled and
+  /// specialised once in this module, instead of on `C.Instant` through generic witnesses on
+  /// every call.
+  @usableFromInline let timer: ClockTimer<C>
+  @usableFromInline let timeline: ClockTimeline<C>
+  @usableFromInline let tolerance: Duration?
+  @usableFromInline var driver: BurstDriver<Lines>
+  @usableFromInline var waiters = ActorWaiters<Lines.LineID>()
+  @usableFromInline var runningTasks: [Lines.LineID: Task<Void, Never>] = [:]
+  @usableFromInline let task: @Sendable (Lines.LineID, AsyncWork) async -> Void = { _, work in
+    await work.run()
+  }
 
   /// Creates an actor whose timers sleep on `clock`.
   ///
@@ -70,9 +75,12 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
     task: (@Sendable () async -> Void)? = nil
   ) {
     timer = ClockTimer(clock: clock)
+    timeline = timer.timeline
     tolerance = options.tolerance
-    driver = Driver(options: options, work: task.map(AsyncWork.init))
-    runs = ActorRuns(cancelsStaleRuns: cancelsRunningTask)
+    driver = BurstDriver(
+      options: options, maxConcurrentTasks: 1, cancelsStaleRuns: cancelsRunningTask,
+      keepsLastWork: true, tracking: .onDemand, instance: "DelayedPreemptiveActor")
+    driver.installLine(Self.line, work: task.map(AsyncWork.init))
   }
 
   deinit {
@@ -87,17 +95,13 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket
   {
-    let (ticket, effects) = driver.delay(
-      .duration(duration), now: timer.now(), work: task.map(AsyncWork.init), owner: self)
-    if effects.startedBurst { runs.cancelStaleRuns() }
-    perform(effects)
-    return ticket
+    submit(Self.line, .duration(duration), work: task.map(AsyncWork.init))
   }
 
   /// Ends the pending burst without running it: its submissions resolve `.cancelled`, and its
   /// timer can no longer affect a later burst. A task that already started runs to its end.
   public func cancel() {
-    perform(driver.cancel())
+    perform(driver.cancel(Self.line))
   }
 
   /// Runs the pending task now and returns once it has finished; does nothing when idle.
@@ -106,13 +110,12 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   /// current task and returns at once, since waiting for it there would wait for itself. Any
   /// other caller waits, including a task that the running task spawned.
   public func flush() async {
-    guard let run = perform(driver.flush()) else { return }
-    if !ActorRuns.isCurrentRun(of: ObjectIdentifier(self)) { await run.value }
+    await flushAndWait(Self.line)
   }
 
   /// Whether a burst is pending: submitted, and neither run nor cancelled yet.
   public var isPending: Bool {
-    driver.isPending
+    driver.isPending(Self.line)
   }
 
   /// Returns once no burst is pending and no task is running.
@@ -123,46 +126,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   /// returns only once `advance` makes the burst due. Do not call it from the actor's own
   /// task, which would wait for itself.
   public func wait() async {
-    guard driver.outstanding > 0 else { return }
-    await withCheckedContinuation { idleWaiters.append($0) }
-  }
-
-  func timerFired(generation: UInt64) async {
-    await perform(driver.timerFired(at: timer.now(), generation: generation))?.value
-  }
-
-  /// Performs `effects` with the one interpreter: each decided run is an unstructured task
-  /// that starts once the previous run has returned. Returns the task of the last run started.
-  @discardableResult
-  private func perform(_ effects: BurstEffects) -> Task<Void, Never>? {
-    var last: Task<Void, Never>?
-    effects.perform(
-      start: { count in
-        for _ in 0..<count {
-          let run = driver.takeRun()
-          last = runs.enqueue(owner: ObjectIdentifier(self), run.work.run) { [weak self] id in
-            run.resolve()
-            await self?.runFinished(id)
-          }
-        }
-      },
-      arm: { arm($0) }, becameIdle: { resumeIdleWaiters() })
-    return last
-  }
-
-  private func runFinished(_ id: UInt64) {
-    runs.finished(id)
-    if driver.runFinished() { resumeIdleWaiters() }
-  }
-
-  private func resumeIdleWaiters() {
-    let waiters = idleWaiters
-    idleWaiters = []
-    for waiter in waiters { waiter.resume() }
-  }
-
-  func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
-    driver.install(handle, generation: generation)
+    await wait(until: .idle)
   }
 }
 
@@ -175,9 +139,4 @@ extension DelayedPreemptiveActor where C == ContinuousClock {
 
 extension DelayedPreemptiveActor: ActorShell {}
 
-extension DelayedPreemptiveActor: TicketOwner {
-  func synchronize(_ record: BurstRecord) async {
-    driver.synchronize(record)
-    record.resumeResolved()
-  }
-}
+extension DelayedPreemptiveActor: TicketOwner {}

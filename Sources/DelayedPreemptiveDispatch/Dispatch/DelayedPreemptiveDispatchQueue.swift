@@ -27,7 +27,12 @@ import Dispatch
 ///   cancels the pending burst and frees the task.
 /// - Thread safety: every method may be called from any thread, at any time.
 public final class DelayedPreemptiveDispatchQueue: Sendable {
-  private let core: DispatchCore
+  typealias Shell = DispatchShell<SingleLine<SyncWork>>
+  private static let line = SingleLine<SyncWork>.LineID()
+
+  private let shell: Shell
+  /// The queue targets `.main`: waiting for it on the main queue would never return.
+  private let targetsMain: Bool
 
   /// Creates a queue whose timers follow real time (`DispatchTime`, `asyncAfter`).
   ///
@@ -42,9 +47,9 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     target: DispatchQueue? = nil, options: DelayOptions = DelayOptions(),
     task: (@Sendable () -> Void)? = nil
   ) {
-    let queue = makeSerialQueue(label: label, qos: qos, target: target)
-    core = DispatchCore(
-      queue: queue, target: target, timer: DispatchTimeTimer(), options: options, work: task)
+    (shell, targetsMain) = Self.makeShell(
+      label: label, qos: qos, target: target, timer: DispatchTimeTimer(), options: options,
+      task: task)
   }
 
   /// Creates a queue whose timers sleep on `clock`; with `ManualClock`, time moves only when a
@@ -54,19 +59,37 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
     target: DispatchQueue? = nil, clock: C, options: DelayOptions = DelayOptions(),
     task: (@Sendable () -> Void)? = nil
   ) where C.Duration == Duration {
-    let queue = makeSerialQueue(label: label, qos: qos, target: target)
-    core = DispatchCore(
-      queue: queue, target: target, timer: ClockTimer(clock: clock), options: options, work: task)
+    (shell, targetsMain) = Self.makeShell(
+      label: label, qos: qos, target: target, timer: ClockTimer(clock: clock), options: options,
+      task: task)
   }
 
   /// A queue on `timer`, for tests that fire its timer by hand.
   init(label: String, target: DispatchQueue?, timer: any BurstTimer, options: DelayOptions) {
-    let queue = makeSerialQueue(label: label, qos: .unspecified, target: target)
-    core = DispatchCore(queue: queue, target: target, timer: timer, options: options, work: nil)
+    (shell, targetsMain) = Self.makeShell(
+      label: label, qos: .unspecified, target: target, timer: timer, options: options, task: nil)
+  }
+
+  /// One line on a serial queue: its one worker runs the tasks there, the timer delivers
+  /// there too and runs the due task in its own block.
+  private static func makeShell(
+    label: String, qos: DispatchQoS, target: DispatchQueue?, timer: any BurstTimer,
+    options: DelayOptions, task: (@Sendable () -> Void)?
+  ) -> (Shell, targetsMain: Bool) {
+    let queue = makeSerialQueue(label: label, qos: qos, target: target)
+    var driver = Shell.Driver(
+      options: options, maxConcurrentTasks: 1, keepsLastWork: true, tracking: .onDemand,
+      instance: "DelayedPreemptiveDispatchQueue")
+    driver.installLine(Self.line, work: task.map(SyncWork.init))
+    let shell = Shell(
+      driver: driver, runQueue: queue, timerQueue: queue, timer: timer, drainsOnFire: false,
+      runsWorkerInline: true, tolerance: options.tolerance, task: { _, work in work.run() })
+    queue.setSpecific(key: QueueIdentity.key, value: ObjectIdentifier(shell))
+    return (shell, target.map(QueueIdentity.isMainQueue) ?? false)
   }
 
   deinit {
-    core.release()
+    shell.release()
   }
 
   /// Submits `task` (or the task given last, when `nil`) to run `seconds` from now, preempting
@@ -81,16 +104,17 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// - Precondition: `seconds` is finite.
   @discardableResult
   public func delay(_ seconds: TimeInterval, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
-    core.delay(
+    shell.submit(
+      Self.line,
       .nanoseconds(Duration.checkedSeconds(seconds, parameter: "delay(_:task:): seconds")),
-      work: task)
+      work: task.map(SyncWork.init))
   }
 
   /// Submits `task` (or the task given last, when `nil`) to run `duration` from now; the same as
   /// ``delay(_:task:)`` with a `Duration`.
   @discardableResult
   public func delay(for duration: Duration, task: (@Sendable () -> Void)? = nil) -> DelayTicket {
-    core.delay(.duration(duration), work: task)
+    shell.submit(Self.line, .duration(duration), work: task.map(SyncWork.init))
   }
 
   /// Ends the pending burst without running it: its submissions resolve `.cancelled`, and its
@@ -99,19 +123,19 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   /// A task that had already started (its timer or ``flush()`` had taken it) still runs to its
   /// end. The task stays the "last given" one for later `delay(task: nil)` calls.
   public func cancel() {
-    core.cancel()
+    shell.cancel(Self.line)
   }
 
   /// Runs the pending task at once, asynchronously on the queue, and ends the burst. Does
   /// nothing when idle. A `delay` after `flush()` returns starts a new burst.
   public func flush() {
-    core.flush()
+    shell.flush(Self.line)
   }
 
   /// Whether a burst is pending: submitted, and neither run nor cancelled yet. A task that is
   /// running does not count; use ``wait(timeout:)`` to wait for it.
   public var isPending: Bool {
-    core.isPending
+    shell.isPending(Self.line)
   }
 
   /// Blocks until no burst is pending and no task is running, or until `timeout`.
@@ -124,6 +148,15 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   ///   busy, since its tasks could then never run. Both stop with a message that says so.
   @discardableResult
   public func wait(timeout: DispatchTime = .distantFuture) -> DispatchTimeoutResult {
-    core.wait(timeout: timeout)
+    requireArgument(
+      DispatchQueue.getSpecific(key: QueueIdentity.key) != ObjectIdentifier(shell),
+      "wait(timeout:) was called from a task of the same queue, which would wait for itself; "
+        + "call it from outside the queue, or use flush() alone inside a task")
+    if shell.group.wait(timeout: .now()) == .success { return .success }
+    requireArgument(
+      !(targetsMain && QueueIdentity.isOnMainQueue),
+      "wait(timeout:) was called on the main queue for a queue whose target is .main while it "
+        + "is busy: its tasks could never run; wait from another thread or do not block main")
+    return shell.group.wait(timeout: timeout)
   }
 }

@@ -29,39 +29,23 @@
 /// `delay`, the timer's firing and the workers' taking of due runs are `@inlinable`, as the keyed
 /// queue's are: a client compiles them for its own `Key`, `Value` and clock, so that a
 /// submission looks up no generic metadata. Only arming the timer stays generic (once per new
-/// earliest deadline, not per call).
+/// earliest deadline, not per call). Everything it does with its driver is the shared actor
+/// code of `ActorShell`.
 public final actor KeyedDelayedPreemptiveActor<Key: Hashable & Sendable, Value: Sendable, C: Clock>
 where C.Duration == Duration {
-  @usableFromInline typealias Driver = KeyedBurstDriver<Key, Value>
-  @usableFromInline typealias Run = DecidedRun<Value>
-  @usableFromInline typealias Waiter = (
-    condition: Condition, continuation: CheckedContinuation<Void, Never>
-  )
+  @usableFromInline typealias Lines = KeyedLines<Key, Value>
 
   // What the `@inlinable` paths touch is `@usableFromInline` (an actor's stored properties
-  // included); the timer, read and armed through non-inlinable entry points, is not.
-  let timer: ClockTimer<C>
-  /// `timer`'s time line, copied out of it, so that ``now()`` reads the same ticks inline.
+  // included); the timer, armed through a non-inlinable entry point, is not.
+  @usableFromInline let timer: ClockTimer<C>
   @usableFromInline let timeline: ClockTimeline<C>
-  let tolerance: Duration?
+  @usableFromInline let tolerance: Duration?
   @usableFromInline let task: @Sendable (Key, Value) async -> Void
   /// `combine`, run in the actor's isolation: never concurrently, and under no lock.
   @usableFromInline let combine: (@Sendable (inout Value, Value) -> Void)?
-  @usableFromInline var driver: Driver
-  /// With `cancelsRunningTask`: each key's run taken by a worker, to cancel on a new burst.
-  @usableFromInline let running: LockBox<[Key: RunningRun]>?
-  /// Callers of `flush`, `flushAll`, `wait` and timer deliveries, with what they wait for.
-  @usableFromInline var waiters: [Waiter] = []
-
-  @usableFromInline
-  enum Condition {
-    /// No run of the key decided or running.
-    case keyQuiet(Key)
-    /// No run decided or running, any key.
-    case runsDrained
-    /// Nothing pending or running.
-    case idle
-  }
+  @usableFromInline var driver: BurstDriver<Lines>
+  @usableFromInline var waiters = ActorWaiters<Key>()
+  @usableFromInline var runningTasks: [Key: Task<Void, Never>] = [:]
 
   /// Creates a keyed actor whose timer sleeps on `clock`.
   ///
@@ -112,16 +96,14 @@ where C.Duration == Duration {
     task: @escaping @Sendable (Key, Value) async -> Void
   ) {
     self.combine = combine
-    let timer = ClockTimer(clock: clock)
-    self.timer = timer
+    timer = ClockTimer(clock: clock)
     timeline = timer.timeline
     tolerance = options.tolerance
     self.task = task
-    driver = Driver(
+    driver = BurstDriver(
       options: options, maxConcurrentTasks: maxConcurrentTasks,
       cancelsStaleRuns: cancelsRunningTask, keepsEveryValue: combine != nil,
       instance: "KeyedDelayedPreemptiveActor")
-    running = cancelsRunningTask ? LockBox([:]) : nil
   }
 
   deinit {
@@ -133,37 +115,10 @@ where C.Duration == Duration {
   @inlinable
   @discardableResult
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
-    var value = value
-    if let combine, var merged = driver.takeValueToCombine(key) {
-      combine(&merged, value)
-      swap(&value, &merged)
-    }
-    var effects = BurstEffects()
-    let ticket = driver.delay(
-      key, .duration(duration), now: now(), value: value, owner: self, effects: &effects)
-    if effects.startedBurst && driver.cancelsStaleRuns { makeRunsStale(of: key) }
-    perform(effects)
-    return ticket
-  }
-
-  /// The time on `timer`'s time line, read inline (``ClockTimeline/now()`` is inlinable), so
-  /// that a specialised submission reads its clock without generic calls.
-  @inlinable
-  func now() -> Tick {
-    timeline.now()
-  }
-
-  /// With `cancelsRunningTask`, a new burst of `key` started: the key's running task is
-  /// cancelled, and a run a worker has taken but not yet started will start cancelled.
-  @usableFromInline
-  func makeRunsStale(of key: Key) {
-    running?.withLock { runs in
-      switch runs[key] {
-      case .running(let task): task.cancel()
-      case .starting: runs[key] = .starting(stale: true)
-      case nil: break
-      }
-    }
+    guard let combine else { return submit(key, .duration(duration), work: value) }
+    let taken = driver.takeValueToCombine(key)
+    return submit(
+      key, .duration(duration), work: BurstDriver<Lines>.merge(value, into: taken, with: combine))
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.
@@ -179,17 +134,13 @@ where C.Duration == Duration {
   /// Runs the key's pending task now and returns once it has finished; does nothing when the
   /// key is idle. Called from inside one of this actor's tasks, it returns at once.
   public func flush(_ key: Key) async {
-    perform(driver.flush(key))
-    guard !ActorRuns.isCurrentRun(of: ObjectIdentifier(self)) else { return }
-    await wait(until: .keyQuiet(key))
+    await flushAndWait(key)
   }
 
   /// Runs every pending task now and returns once all of them have finished. Called from
   /// inside one of this actor's tasks, it returns at once.
   public func flushAll() async {
-    perform(driver.flushAll())
-    guard !ActorRuns.isCurrentRun(of: ObjectIdentifier(self)) else { return }
-    await wait(until: .runsDrained)
+    await flushAllAndWait()
   }
 
   /// Whether the key has a pending burst (a running task does not count).
@@ -209,148 +160,9 @@ where C.Duration == Duration {
   }
 
   /// Keys that hold state, and entries in the timer heap; for tests.
-  var footprint: (keys: Int, timers: Int) { driver.footprint }
-
-  private func holds(_ condition: Condition) -> Bool {
-    switch condition {
-    case .keyQuiet(let key): return !driver.hasRuns(key)
-    case .runsDrained: return driver.unfinishedRuns == 0
-    case .idle: return driver.outstanding == 0
-    }
-  }
-
-  @usableFromInline
-  func wait(until condition: Condition) async {
-    guard !holds(condition) else { return }
-    await withCheckedContinuation { waiters.append((condition, $0)) }
-  }
-
-  /// Resumes the waiters whose condition holds now; called with some waiting.
-  @usableFromInline
-  func resumeWaiters() {
-    var waiting: [Waiter] = []
-    for waiter in waiters {
-      if holds(waiter.condition) { waiter.continuation.resume() } else { waiting.append(waiter) }
-    }
-    waiters = waiting
-  }
-
-  /// Performs `effects` with the one interpreter: each start is a worker task. Waiters for a
-  /// key or for the runs are checked after every event, not only once idle.
-  @inlinable
-  func perform(_ effects: BurstEffects) {
-    effects.perform(
-      start: { count in for _ in 0..<count { startWorker() } }, arm: { armTimer($0) },
-      becameIdle: {})
-    if !waiters.isEmpty { resumeWaiters() }
-  }
-
-  /// Arms the one timer for `request`, delivering to ``timerFired(generation:)`` in a task that
-  /// holds the actor weakly: ``ActorShell/arm(_:)``, with the delivery made here, so that in a
-  /// client the firing, and the workers it starts, are specialised as `delay` is.
-  @inlinable
-  func armTimer(_ request: TimerRequest) {
-    let generation = request.generation
-    arm(request, delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
-  }
-
-  /// Arms `request` on the timer with the one arming step of every shell
-  /// (``BurstTimer/arm(_:tolerance:delivery:install:)``); not inlinable, as the timer is generic
-  /// code, and called only when the earliest deadline moves earlier.
-  @usableFromInline
-  func arm(_ request: TimerRequest, delivery: TimerDelivery) {
-    timer.arm(
-      request, tolerance: tolerance, delivery: delivery,
-      install: { install($0, generation: $1) })
-  }
-
-  /// Called by a worker: reports `finished` runs and takes the next batch.
-  @inlinable
-  func nextRuns(finishing finished: [Key]) -> [(Key, Run)] {
-    let (runs, effects) = driver.nextRuns(finishing: finished)
-    if driver.cancelsStaleRuns && !runs.isEmpty { registerTaken(runs) }
-    perform(effects)
-    return runs
-  }
-
-  /// With `cancelsRunningTask`: the taken `runs` are starting, stale when a newer burst of
-  /// their key started before they were taken.
-  @usableFromInline
-  func registerTaken(_ runs: [(Key, Run)]) {
-    running?.withLock { taken in
-      for (key, run) in runs { taken[key] = .starting(stale: run.isStale) }
-    }
-  }
-
-  /// Starts a worker task: it takes batches of due runs and runs them one after another, holding
-  /// the actor weakly between batches, until none is left.
-  @inlinable
-  func startWorker() {
-    let owner = ObjectIdentifier(self)
-    let (task, running) = (self.task, self.running)
-    Task { [weak self] in
-      var finished: [Key] = []
-      while let runs = await self?.nextRuns(finishing: finished), !runs.isEmpty {
-        finished.removeAll(keepingCapacity: true)
-        for (key, run) in runs {
-          await Self.execute(run, for: key, task: task, running: running, owner: owner)
-          run.resolve()
-          finished.append(key)
-        }
-      }
-    }
-  }
-
-  /// Runs `run`'s task; with `cancelsRunningTask`, in a child task that a newer burst of the
-  /// key cancels, or that starts cancelled when a newer burst made the run stale before it
-  /// started.
-  @usableFromInline
-  static func execute(
-    _ run: Run, for key: Key, task: @escaping @Sendable (Key, Value) async -> Void,
-    running: LockBox<[Key: RunningRun]>?, owner: ObjectIdentifier
-  ) async {
-    let value = run.work
-    guard let running else {
-      let current = RunningOwner(owner: owner, task: RunningOwner.currentTask())
-      await RunningOwner.$current.withValue(current) { await task(key, value) }
-      return
-    }
-    let child = Task {
-      // Stale before it starts: it starts cancelled, before the user's task sees anything.
-      if running.withLock({ $0[key]?.isStale ?? false }) { withUnsafeCurrentTask { $0?.cancel() } }
-      let current = RunningOwner(owner: owner, task: RunningOwner.currentTask())
-      await RunningOwner.$current.withValue(current) { await task(key, value) }
-    }
-    running.withLock { runs in
-      // Made stale after the child looked: it is the running task, and is cancelled as such.
-      if runs[key]?.isStale ?? false { child.cancel() }
-      runs[key] = .running(child)
-    }
-    await child.value
-    running.withLock { $0[key] = nil }
-  }
-
-  @inlinable
-  func timerFired(generation: UInt64) async {
-    perform(driver.timerFired(at: now(), generation: generation))
-    await wait(until: .runsDrained)
-  }
-
-  func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
-    driver.install(handle, generation: generation)
-  }
-}
-
-/// With `cancelsRunningTask`: a key's run from the moment a worker takes it.
-@usableFromInline
-enum RunningRun: Sendable {
-  /// Taken, its task not yet registered; `stale` once a newer burst of the key started.
-  case starting(stale: Bool)
-  case running(Task<Void, Never>)
-
-  var isStale: Bool {
-    if case .starting(stale: true) = self { return true }
-    return false
+  var footprint: (keys: Int, timers: Int) {
+    let footprint = driver.footprint
+    return (footprint.lines, footprint.timers)
   }
 }
 
@@ -389,7 +201,4 @@ extension KeyedDelayedPreemptiveActor where Value == Void {
 
 extension KeyedDelayedPreemptiveActor: ActorShell {}
 
-extension KeyedDelayedPreemptiveActor: TicketOwner {
-  /// Keyed tickets learn every preemption as it happens; nothing to bring up to date.
-  func synchronize(_ record: BurstRecord) async {}
-}
+extension KeyedDelayedPreemptiveActor: TicketOwner {}

@@ -45,7 +45,8 @@ import Dispatch
 public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable, Value: Sendable>:
   Sendable
 {
-  @usableFromInline let core: KeyedDispatchCore<Key, Value>
+  @usableFromInline typealias Shell = DispatchShell<KeyedLines<Key, Value>>
+  @usableFromInline let core: Shell
 
   /// Creates a keyed queue whose timer follows real time (`DispatchTime`, `asyncAfter`).
   ///
@@ -63,7 +64,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
     target: DispatchQueue? = nil, options: DelayOptions = DelayOptions(),
     maxConcurrentTasks: Int? = nil, task: @escaping @Sendable (Key, Value) -> Void
   ) {
-    core = KeyedDispatchCore(
+    core = Self.makeShell(
       label: label, qos: qos, target: target, timer: DispatchTimeTimer(), drainsOnFire: false,
       options: options, maxConcurrentTasks: maxConcurrentTasks, task: task)
   }
@@ -75,7 +76,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
     target: DispatchQueue? = nil, clock: C, options: DelayOptions = DelayOptions(),
     maxConcurrentTasks: Int? = nil, task: @escaping @Sendable (Key, Value) -> Void
   ) where C.Duration == Duration {
-    core = KeyedDispatchCore(
+    core = Self.makeShell(
       label: label, qos: qos, target: target, timer: ClockTimer(clock: clock), drainsOnFire: true,
       options: options, maxConcurrentTasks: maxConcurrentTasks, task: task)
   }
@@ -112,7 +113,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
     combine: @escaping @Sendable (_ value: inout Value, _ next: Value) -> Void,
     task: @escaping @Sendable (Key, Value) -> Void
   ) {
-    core = KeyedDispatchCore(
+    core = Self.makeShell(
       label: label, qos: qos, target: target, timer: DispatchTimeTimer(), drainsOnFire: false,
       options: options, maxConcurrentTasks: maxConcurrentTasks, combine: combine, task: task)
   }
@@ -127,9 +128,27 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
     combine: @escaping @Sendable (_ value: inout Value, _ next: Value) -> Void,
     task: @escaping @Sendable (Key, Value) -> Void
   ) where C.Duration == Duration {
-    core = KeyedDispatchCore(
+    core = Self.makeShell(
       label: label, qos: qos, target: target, timer: ClockTimer(clock: clock), drainsOnFire: true,
       options: options, maxConcurrentTasks: maxConcurrentTasks, combine: combine, task: task)
+  }
+
+  /// A line per key: workers run due tasks on `target` (or the global queue of `qos`), and
+  /// the timer delivers on a serial queue of its own that targets it.
+  static func makeShell(
+    label: String, qos: DispatchQoS, target: DispatchQueue?, timer: any BurstTimer,
+    drainsOnFire: Bool, options: DelayOptions, maxConcurrentTasks: Int?,
+    combine: (@Sendable (inout Value, Value) -> Void)? = nil,
+    task: @escaping @Sendable (Key, Value) -> Void
+  ) -> Shell {
+    let runQueue = target ?? globalQueue(qos: qos)
+    return Shell(
+      driver: Shell.Driver(
+        options: options, maxConcurrentTasks: maxConcurrentTasks, keepsEveryValue: combine != nil,
+        instance: "KeyedDelayedPreemptiveDispatchQueue"),
+      runQueue: runQueue, timerQueue: DispatchQueue(label: label, qos: qos, target: runQueue),
+      timer: timer, drainsOnFire: drainsOnFire, runsWorkerInline: false,
+      tolerance: options.tolerance, combine: combine, task: task)
   }
 
   deinit {
@@ -146,7 +165,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
     core.delay(
       key,
       .nanoseconds(Duration.checkedSeconds(seconds, parameter: "delay(_:_:value:): seconds")),
-      value: value)
+      work: value)
   }
 
   /// Submits `value` for `key`, to run `duration` from now; the same as
@@ -154,7 +173,7 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   @discardableResult
   @inlinable
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
-    core.delay(key, .duration(duration), value: value)
+    core.delay(key, .duration(duration), work: value)
   }
 
   /// Ends the key's pending burst without running it; its submissions resolve `.cancelled`. A
@@ -198,11 +217,18 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   ///   that stops with a message that says so.
   @discardableResult
   public func wait(timeout: DispatchTime = .distantFuture) -> DispatchTimeoutResult {
-    core.wait(timeout: timeout)
+    requireArgument(
+      !WorkerMark.isRunning(core),
+      "wait(timeout:) was called from a task of the same keyed queue, which would wait for "
+        + "itself; call it from outside the queue")
+    return core.group.wait(timeout: timeout)
   }
 
   /// Keys that hold state, and entries in the timer heap; for tests.
-  var footprint: (keys: Int, timers: Int) { core.footprint }
+  var footprint: (keys: Int, timers: Int) {
+    let footprint = core.footprint
+    return (footprint.lines, footprint.timers)
+  }
 }
 
 extension KeyedDelayedPreemptiveDispatchQueue where Value == Void {

@@ -1,18 +1,17 @@
 /// The state of one debounced iteration, changed only under its storage's lock.
 ///
-/// Every debounce rule is the ``PreemptionStateMachine``'s, with the element as the machine's
-/// work: an element is a submission, and the work the machine runs at a burst's end (or at its
-/// start, with `leading`) is the element to emit. What is left here is the plumbing of a
-/// sequence: one slot for a due element that the consumer has not taken yet, the consumer
-/// suspended in `next()`, the base's end and the reading task. The live timer and its handle
-/// are kept in a ``BurstBook``, as the drivers keep theirs, and the timer steps of its effects
-/// are performed by the one interpreter.
+/// An iteration is one line of the one ``BurstDriver``, without tickets: an element is a
+/// submission, and a run the driver decides (at a burst's end, or at its start with `leading`)
+/// is the element to emit, taken at once. Every rule, and the one timer with its handle, are the
+/// driver's; what is left here is the plumbing of a sequence: one slot for a due element that
+/// the consumer has not taken yet, the consumer suspended in `next()`, the base's end and the
+/// reading task.
 @usableFromInline
-struct DebounceState<Element: Sendable> {
+struct DebounceState<Element: Sendable>: Sendable {
   @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
 
   @usableFromInline
-  enum Phase {
+  enum Phase: Sendable {
     /// No `next()` yet: the base is not read.
     case idle
     /// The reading task reads the base.
@@ -29,7 +28,7 @@ struct DebounceState<Element: Sendable> {
     /// Resume the consumer with this result.
     @usableFromInline var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
     /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
-    /// interpreter, ``BurstEffects/perform(start:arm:becameIdle:)``.
+    /// interpreter, ``BurstEffects/perform(startWorkers:arm:becameIdle:)``.
     @usableFromInline var burst = BurstEffects()
     /// Start the reading task (the first `next()`).
     @usableFromInline var startsReading = false
@@ -40,9 +39,9 @@ struct DebounceState<Element: Sendable> {
     @inlinable init() {}
   }
 
-  @usableFromInline var machine = PreemptionStateMachine<Element>(work: nil)
-  /// The counters and the live timer with its handle: the bookkeeping every driver shares.
-  @usableFromInline var book = BurstBook<Int>()
+  @usableFromInline typealias Lines = SingleLine<Element>
+
+  @usableFromInline var driver: BurstDriver<Lines>
   @usableFromInline var phase = Phase.idle
   /// A due element the consumer has not taken yet; a newer due element replaces it.
   @usableFromInline var due: Element?
@@ -54,7 +53,13 @@ struct DebounceState<Element: Sendable> {
   @usableFromInline var readingEnded = false
   @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
 
-  @inlinable init() {}
+  @inlinable
+  init(options: DelayOptions) {
+    driver = BurstDriver(
+      options: options, maxConcurrentTasks: 1, tracking: .none,
+      instance: "AsyncDebouncedSequence")
+    driver.installLine(Lines.LineID(), work: nil)
+  }
 
   // MARK: - The consumer
 
@@ -95,7 +100,7 @@ struct DebounceState<Element: Sendable> {
   /// The consumer was cancelled or dropped the iterator: end now, dropping the pending element.
   @inlinable mutating func end(_ effects: inout Effects) {
     if case .finished = phase { return }
-    _ = machine.release()
+    effects.burst = driver.release()
     due = nil
     effects.cancelledReading = reading.take()
     if let consumer = consumer.take() { effects.handoff = (consumer, .success(nil)) }
@@ -104,27 +109,16 @@ struct DebounceState<Element: Sendable> {
 
   // MARK: - The base
 
-  /// An element of the base at `now`, due no earlier than `requested`; returns whether to read
+  /// An element of the base at `now`, due `interval` nanoseconds later; returns whether to read
   /// on.
   @inlinable mutating func receive(
-    _ element: Element, at now: Tick, until requested: Tick, rules: BurstRules,
-    _ effects: inout Effects
+    _ element: Element, at now: TimelineInstant, after interval: Int64, _ effects: inout Effects
   ) -> Bool {
     guard case .reading = phase else { return false }
-    switch machine.delay(at: now, until: requested, work: element, rules: rules, ids: &book.ids) {
-    case .rejected:
-      preconditionFailure("Internal inconsistency: an element was submitted without its work")
-    case .started(_, let timer, let leading):
-      if let leading { emit(leading, &effects) }
-      if let timer { arm(timer, &effects) }
-    case .joined(_, let timer):
-      if let timer { arm(timer, &effects) }
-    case .completed(_, _, let leading, let element, _):
-      // `maxSubmissions` reached: the burst's element is due at once, after its leading one.
-      if let leading { emit(leading, &effects) }
-      if let element { emit(element, &effects) }
-      machine.forgetWork()
-    }
+    _ = driver.delay(
+      Lines.LineID(), .nanoseconds(interval), now: now, work: element, owner: noTicketOwner,
+      effects: &effects.burst)
+    emitDecided(&effects)
     return true
   }
 
@@ -132,9 +126,9 @@ struct DebounceState<Element: Sendable> {
   @inlinable mutating func baseEnded(_ end: Result<Void, any Error>, _ effects: inout Effects) {
     guard case .reading = phase else { return }
     reading = nil
-    if let (element, _) = machine.flush(), let element { emit(element, &effects) }
-    _ = machine.release()
-    book.disarm(&effects.burst)
+    effects.burst = driver.flush(Lines.LineID())
+    emitDecided(&effects)
+    effects.burst.cancelledTimer = driver.release().cancelledTimer
     if let consumer = consumer.take() {
       finish(&effects)
       effects.handoff = (consumer, end.map { nil })
@@ -145,25 +139,18 @@ struct DebounceState<Element: Sendable> {
 
   // MARK: - The timer
 
-  @inlinable mutating func timerFired(at now: Tick, generation: UInt64, _ effects: inout Effects) {
+  @inlinable mutating func timerFired(
+    at now: TimelineInstant, generation: UInt64, _ effects: inout Effects
+  ) {
     guard case .reading = phase else { return }
-    _ = book.fired(generation: generation)
-    switch machine.timerFired(at: now, generation: generation, ids: &book.ids) {
-    case .stale:
-      break
-    case .rearm(let timer):
-      arm(timer, &effects)
-    case .ended(let element, _):
-      if let element { emit(element, &effects) }
-      // The emitted element is the consumer's now; keep no copy of it until the next burst.
-      machine.forgetWork()
-    }
+    effects.burst = driver.timerFired(at: now, generation: generation)
+    emitDecided(&effects)
   }
 
   /// Keeps `handle` as the live timer's; returns it to be cancelled when its timer is no longer
   /// live (it fired or was replaced before the storage got here, or the iteration ended).
   @inlinable mutating func install(_ handle: TimerHandle, generation: UInt64) -> TimerHandle? {
-    book.install(handle, generation: generation)
+    driver.install(handle, generation: generation)
   }
 
   // MARK: - Observation, for the marble runner
@@ -194,14 +181,22 @@ struct DebounceState<Element: Sendable> {
     watchers = []
   }
 
-  @inlinable mutating func arm(_ timer: TimerRequest, _ effects: inout Effects) {
-    book.arm(timer, &effects.burst)
+  /// Emits the runs the driver decided, oldest first: each is an element due now, and a newer
+  /// one replaces an older one the consumer has not taken.
+  @inlinable mutating func emitDecided(_ effects: inout Effects) {
+    guard effects.burst.workersToStart > 0 else { return }
+    effects.burst.workersToStart = 0
+    var finished: Lines.LineID?
+    while let next = driver.nextRun(finishing: finished).run {
+      emit(next.run.work, &effects)
+      finished = next.id
+    }
   }
 
   @inlinable mutating func finish(_ effects: inout Effects) {
     phase = .finished
     reading = nil
-    book.disarm(&effects.burst)
+    driver.disarm(&effects.burst)
     effects.watchers += watchers
     watchers = []
   }

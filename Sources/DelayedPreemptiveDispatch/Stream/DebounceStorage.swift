@@ -16,23 +16,21 @@ where Base.Element: Sendable, C.Duration == Duration {
   @usableFromInline typealias State = DebounceState<Element>
 
   @usableFromInline let base: Base
-  @usableFromInline let clock: C
-  /// The instant of tick 0: the same as `timer`'s, so both read one time line.
-  @usableFromInline let origin: C.Instant
   private let timer: ClockTimer<C>
-  @usableFromInline let rules: BurstRules
+  /// `timer`'s time line, read inline on the per-element path.
+  @usableFromInline let timeline: ClockTimeline<C>
+  private let tolerance: Duration?
   @usableFromInline let intervalNanoseconds: Int64
   @usableFromInline let state: LockBox<State>
 
   @usableFromInline
   init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
     self.base = base
-    self.clock = clock
     timer = ClockTimer(clock: clock)
-    origin = timer.timeline.origin
-    rules = BurstRules(options)
+    timeline = timer.timeline
+    tolerance = options.tolerance
     intervalNanoseconds = interval.saturatingNanoseconds
-    state = LockBox(State())
+    state = LockBox(State(options: options))
   }
 
   // MARK: - The consumer
@@ -88,11 +86,10 @@ where Base.Element: Sendable, C.Duration == Duration {
     var iterator = base.makeAsyncIterator()
     do {
       while let element = try await iterator.next() {
-        let now = now()
-        let requested = now.advanced(byNanoseconds: intervalNanoseconds)
+        let now = timeline.now()
         var effects = State.Effects()
         let readsOn = state.withLock {
-          $0.receive(element, at: now, until: requested, rules: rules, &effects)
+          $0.receive(element, at: now, after: intervalNanoseconds, &effects)
         }
         perform(effects)
         if !readsOn { return }
@@ -112,21 +109,6 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   // MARK: - The timer
 
-  /// The clock's time as a ``Tick`` of `timer`'s time line.
-  @inlinable
-  func now() -> Tick {
-    let nanoseconds = origin.duration(to: clock.now).saturatingNanoseconds
-    // At the end of the time line, about 292 years on, the timer's reading stops the program
-    // with a message.
-    guard nanoseconds < .max else { return timerNow() }
-    return Tick(nanoseconds: UInt64(clamping: nanoseconds))
-  }
-
-  @usableFromInline
-  func timerNow() -> Tick {
-    timer.now()
-  }
-
   @usableFromInline
   func timerFired(generation: UInt64) {
     let now = timer.now()
@@ -139,7 +121,7 @@ where Base.Element: Sendable, C.Duration == Duration {
   func arm(_ request: TimerRequest) {
     let generation = request.generation
     timer.arm(
-      request, tolerance: rules.tolerance,
+      request, tolerance: tolerance,
       delivery: .task { [weak self] in self?.timerFired(generation: generation) },
       install: { handle, generation in
         state.withLock { $0.install(handle, generation: generation) }
@@ -151,7 +133,7 @@ where Base.Element: Sendable, C.Duration == Duration {
   @inlinable @inline(__always)
   func perform(_ effects: State.Effects) {
     if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
-    effects.burst.perform(start: { _ in }, arm: { arm($0) }, becameIdle: {})
+    effects.burst.perform(startWorkers: { _ in }, arm: { arm($0) }, becameIdle: {})
     if effects.startsReading { startReading() }
     effects.cancelledReading?.cancel()
     for watcher in effects.watchers { watcher.resume() }

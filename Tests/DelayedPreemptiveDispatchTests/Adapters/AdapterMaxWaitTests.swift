@@ -8,7 +8,7 @@ import Testing
 /// once the adapter's timer queue has ended its burst: the event lands exactly between the queue
 /// taking the firing and the adapter taking its lock, which is the race that pushed a batch past `maxWait`, made
 /// deterministic.
-func raceEvent<State>(
+func raceEvent<State: Sendable>(
   _ lock: LockBox<State>, with timer: DelayedPreemptiveDispatchQueue,
   advance: () async -> Void, event: @escaping @Sendable (inout State) -> Void
 ) async {

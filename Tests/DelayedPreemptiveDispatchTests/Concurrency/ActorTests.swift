@@ -57,23 +57,4 @@ import Testing
     #expect(ran.elements == ["A begins", "A ends", "B"])
   }
 
-  @Test func releaseCancelsPendingBurstAndFreesTask() async {
-    final class Captured: Sendable {}
-    weak var weakActor: DelayedPreemptiveActor<ManualClock>?
-    weak var weakCaptured: Captured?
-    var ticket: DelayTicket?
-    do {
-      let captured = Captured()
-      weakCaptured = captured
-      let actor = makeActor()
-      weakActor = actor
-      ticket = await actor.delay(.seconds(1)) { [ran] in ran.append("ran \(captured)") }
-    }
-    #expect(weakActor == nil)
-    #expect(weakCaptured == nil)
-    #expect(await ticket?.outcome == .cancelled)
-    await clock.advance(by: .seconds(2))
-    #expect(ran.elements.isEmpty)
-  }
-
 }

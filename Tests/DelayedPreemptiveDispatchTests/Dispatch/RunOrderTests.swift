@@ -13,9 +13,11 @@ import Testing
 
     var armedCount: Int { armed.withLock { $0.count } }
 
-    func now() -> Tick { Tick(nanoseconds: 0) }
+    func now() -> TimelineInstant { TimelineInstant(nanoseconds: 0) }
 
-    func arm(at deadline: Tick, tolerance: Duration?, delivery: TimerDelivery) -> TimerHandle {
+    func arm(at deadline: TimelineInstant, tolerance: Duration?, delivery: TimerDelivery)
+      -> TimerHandle
+    {
       armed.withLock { $0.append(delivery) }
       return .none
     }

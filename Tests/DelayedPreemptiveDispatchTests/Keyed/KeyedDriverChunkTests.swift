@@ -2,31 +2,32 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// The keyed driver's performance shapes that behaviour must not see: due bursts end in chunks
+/// The driver's performance shapes for many keys, that behaviour must not see: due bursts end in chunks
 /// with the lock released in between, and the per-key table keeps no memory once it is empty.
 @Suite struct KeyedDriverChunkTests {
   @Test func dueBurstsEndInChunksAndTheTimerIsRearmedOnlyAfterTheLast() throws {
-    let owner = MachineHarness.Owner()
-    var driver = KeyedBurstDriver<Int, String>(options: DelayOptions(), maxConcurrentTasks: 1)
+    let owner = HarnessOwner()
+    var driver = BurstDriver<KeyedLines<Int, String>>(
+      options: DelayOptions(), maxConcurrentTasks: 1)
     var armed: TimerRequest?
     for key in 0..<10 {
       let (_, effects) = driver.delay(
-        key, .nanoseconds(1_000_000), now: MachineHarness.tick(0), value: "v\(key)", owner: owner)
+        key, .nanoseconds(1_000_000), now: MachineHarness.tick(0), work: "v\(key)", owner: owner)
       if let timer = effects.timer { armed = timer }
     }
     _ = driver.delay(
-      99, .nanoseconds(5_000_000), now: MachineHarness.tick(0), value: "late", owner: owner)
+      99, .nanoseconds(5_000_000), now: MachineHarness.tick(0), work: "late", owner: owner)
     let timer = try #require(armed)
     #expect(timer.deadline == MachineHarness.tick(1))
 
     var effects = driver.timerFired(at: timer.deadline, generation: timer.generation, limit: 4)
-    var ended = effects.closedCount
+    var ended = effects.endedCount
     #expect(ended == 4 && effects.moreDue && effects.timer == nil)
     effects = driver.popDue(at: timer.deadline, limit: 4)
-    ended += effects.closedCount
+    ended += effects.endedCount
     #expect(ended == 8 && effects.moreDue && effects.timer == nil)
     effects = driver.popDue(at: timer.deadline, limit: 4)
-    ended += effects.closedCount
+    ended += effects.endedCount
     #expect(ended == 10 && !effects.moreDue)
     #expect(effects.timer?.deadline == MachineHarness.tick(5))
     #expect(driver.pendingCount == 1 && driver.isPending(99))

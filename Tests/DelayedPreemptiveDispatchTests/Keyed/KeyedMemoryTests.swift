@@ -46,10 +46,10 @@ import Testing
     #expect(left <= growth / 20, "left \(left) B of \(growth) B")
   }
 
-  /// A pending key's state in the table, as the table stores it (optional): 88 bytes with a
+  /// A pending key's line in the table, as the table stores it (optional): 88 bytes with a
   /// `Void` value, since the burst has no optional fields and the small counters fill padding.
   @Test func pendingKeyStateWithAVoidValueFitsIn88Bytes() {
-    #expect(MemoryLayout<KeyedBurstDriver<Int, Void>.KeyState?>.stride <= 88)
+    #expect(MemoryLayout<BurstLine<Void>?>.stride <= 88)
   }
 
   @Test func keyedQueueHoldsNoKeyStateOnceEveryKeyHasRun() async {

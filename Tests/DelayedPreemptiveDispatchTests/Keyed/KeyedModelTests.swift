@@ -2,7 +2,7 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// Random operation sequences over up to 8 keys, run on the keyed driver the way a shell runs it
+/// Random operation sequences over up to 8 keys, run on the shipped driver the way a keyed shell runs it
 /// and checked step by step against one reference model per key (the single-key model of
 /// `StateMachineModelTests`). Outcomes are read from the real tickets; the driver must also
 /// hold state only for keys with a pending burst once their runs are done.
@@ -12,75 +12,11 @@ import Testing
   typealias Model = StateMachineModelTests.ReferenceModel
   typealias Run = MachineHarness.Run
 
-  /// Drives a `KeyedBurstDriver` on a time line in milliseconds, running every decided run at
-  /// once, as worker loops would.
-  struct KeyedHarness {
-    var driver: KeyedBurstDriver<Int, String>
-    let owner = MachineHarness.Owner()
-    var now: Int64 = 0
-    var timers: [TimerRequest] = []
-    var runs: [Int: [Run]] = [:]
-    var tickets: [Int: [DelayTicket]] = [:]
-    var timersArmed = 0
+  /// The ``DriverHarness`` of a line per key, as the keyed shells build their driver.
+  typealias KeyedHarness = DriverHarness<KeyedLines<Int, String>>
 
-    init(options: DelayOptions, maxConcurrentTasks: Int?) {
-      driver = KeyedBurstDriver(options: options, maxConcurrentTasks: maxConcurrentTasks)
-    }
-
-    mutating func delay(_ key: Int, _ milliseconds: Int64, _ value: String) {
-      let (ticket, effects) = driver.delay(
-        key, .nanoseconds(milliseconds * 1_000_000), now: MachineHarness.tick(now), value: value,
-        owner: owner)
-      tickets[key, default: []].append(ticket)
-      perform(effects)
-    }
-
-    mutating func advance(by milliseconds: Int64) {
-      let target = now + max(milliseconds, 0)
-      while let index = timers.indices.min(by: { timers[$0].deadline < timers[$1].deadline }),
-        timers[index].deadline <= MachineHarness.tick(target)
-      {
-        let timer = timers.remove(at: index)
-        now = max(now, Int64(timer.deadline.nanoseconds / 1_000_000))
-        perform(driver.timerFired(at: timer.deadline, generation: timer.generation))
-      }
-      now = target
-    }
-
-    /// Performs `effects` with the shells' own interpreter; a worker runs due runs at once.
-    mutating func perform(_ effects: BurstEffects) {
-      effects.perform(
-        start: { workers in
-          for _ in 0..<workers {
-            var finished: [Int] = []
-            while true {
-              let (batch, more) = driver.nextRuns(finishing: finished)
-              finished = []
-              for (key, run) in batch {
-                runs[key, default: []].append(Run(work: run.work, at: now))
-                run.resolve()
-                finished.append(key)
-              }
-              perform(more)
-              if batch.isEmpty { break }
-            }
-          }
-        },
-        arm: { timer in
-          timers.append(timer)
-          timersArmed += 1
-          _ = driver.install(.none, generation: timer.generation)
-        },
-        becameIdle: {})
-    }
-
-    func outcomes(of key: Int) -> [UInt64: DelayOutcome] {
-      var outcomes: [UInt64: DelayOutcome] = [:]
-      for (index, ticket) in (tickets[key] ?? []).enumerated() {
-        if let outcome = ticket.knownOutcome { outcomes[UInt64(index)] = outcome }
-      }
-      return outcomes
-    }
+  static func harness(options: DelayOptions, maxConcurrentTasks: Int?) -> KeyedHarness {
+    KeyedHarness(driver: BurstDriver(options: options, maxConcurrentTasks: maxConcurrentTasks))
   }
 
   static func runSequence(seed: UInt64, operations: Int) -> String? {
@@ -88,7 +24,7 @@ import Testing
     let options = StateMachineModelTests.randomOptions(&random)
     let keyCount = Int.random(in: 1...8, using: &random)
     let limit: Int? = Bool.random(using: &random) ? Int.random(in: 1...3, using: &random) : nil
-    var harness = KeyedHarness(options: options, maxConcurrentTasks: limit)
+    var harness = Self.harness(options: options, maxConcurrentTasks: limit)
     var models = (0..<keyCount).map { _ in Model(options: options, lastWork: nil) }
     for step in 0..<operations {
       let key = Int.random(in: 0..<keyCount, using: &random)
@@ -141,9 +77,9 @@ import Testing
         }
       }
       let pending = models.filter { $0.burst != nil }.count
-      if harness.driver.pendingCount != pending || harness.driver.footprint.keys != pending {
+      if harness.driver.pendingCount != pending || harness.driver.footprint.lines != pending {
         return
-          "pendingCount \(harness.driver.pendingCount), keys held \(harness.driver.footprint.keys), model \(pending) after \(context)"
+          "pendingCount \(harness.driver.pendingCount), keys held \(harness.driver.footprint.lines), model \(pending) after \(context)"
       }
     }
     return nil
@@ -164,7 +100,7 @@ import Testing
   }
 
   @Test func extendResubmissionOfPendingKeyArmsNoTimer() {
-    var harness = KeyedHarness(options: DelayOptions(), maxConcurrentTasks: nil)
+    var harness = Self.harness(options: DelayOptions(), maxConcurrentTasks: nil)
     for key in 0..<100 { harness.delay(key, 1_000, "a") }
     let armed = harness.timersArmed
     for round in 0..<10 {
@@ -174,7 +110,7 @@ import Testing
     #expect(armed == 1)
     harness.advance(by: 2_000)
     #expect(harness.runs.values.map(\.count).reduce(0, +) == 100)
-    #expect(harness.driver.footprint.keys == 0)
+    #expect(harness.driver.footprint.lines == 0)
     #expect(harness.driver.footprint.timers == 0)
   }
 }

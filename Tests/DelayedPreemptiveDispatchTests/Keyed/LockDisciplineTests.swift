@@ -7,35 +7,38 @@ import Testing
 /// performs once the lock is released.
 @Suite struct LockDisciplineTests {
   @Test func keyedPreemptionResumesNoWaiterInsideTheDriver() async throws {
-    var driver = KeyedBurstDriver<Int, String>(options: DelayOptions(), maxConcurrentTasks: nil)
-    let owner = MachineHarness.Owner()
+    var driver = BurstDriver<KeyedLines<Int, String>>(options: DelayOptions())
+    let owner = HarnessOwner()
     let second = MachineHarness.tick(1_000)
     let (first, _) = driver.delay(
-      1, .nanoseconds(1_000), now: MachineHarness.tick(0), value: "a", owner: owner)
+      1, .nanoseconds(1_000), now: MachineHarness.tick(0), work: "a", owner: owner)
     let record = try #require(first.record?.0)
     let waiter = Task { await first.outcome }
     while record.withLock({ $0.waiters.isEmpty }) { await Task.yield() }
-    let (_, effects) = driver.delay(1, .nanoseconds(1_000), now: second, value: "b", owner: owner)
+    let (_, effects) = driver.delay(1, .nanoseconds(1_000), now: second, work: "b", owner: owner)
     #expect(record.withLock { $0.waiters.count } == 1)
     #expect(effects.preempted === record)
-    effects.perform(start: { _ in }, arm: { _ in }, becameIdle: {})
+    effects.perform(startWorkers: { _ in }, arm: { _ in }, becameIdle: {})
     #expect(await waiter.value == .preempted)
   }
 
   @Test func singlePreemptionResumesNoWaiterInsideTheDriver() async throws {
-    var driver = BurstDriver<String>(options: DelayOptions(), work: nil)
-    let owner = MachineHarness.Owner()
+    var driver = BurstDriver<SingleLine<String>>(
+      options: DelayOptions(), maxConcurrentTasks: 1, keepsLastWork: true, tracking: .onDemand)
+    let line = MachineHarness.line
+    driver.installLine(line, work: nil)
+    let owner = HarnessOwner()
     let (first, _) = driver.delay(
-      .nanoseconds(1_000), now: MachineHarness.tick(0), work: "a", owner: owner)
+      line, .nanoseconds(1_000), now: MachineHarness.tick(0), work: "a", owner: owner)
     let record = try #require(first.record?.0)
     let waiter = Task { await first.outcome }
     while record.withLock({ $0.waiters.isEmpty }) { await Task.yield() }
     driver.synchronize(record)  // what an awaiting ticket asks of its owner
     let (_, effects) = driver.delay(
-      .nanoseconds(1_000), now: MachineHarness.tick(0), work: "b", owner: owner)
+      line, .nanoseconds(1_000), now: MachineHarness.tick(0), work: "b", owner: owner)
     #expect(record.withLock { $0.waiters.count } == 1)
     #expect(effects.preempted === record)
-    effects.perform(start: { _ in }, arm: { _ in }, becameIdle: {})
+    effects.perform(startWorkers: { _ in }, arm: { _ in }, becameIdle: {})
     #expect(await waiter.value == .preempted)
   }
 }

@@ -255,4 +255,35 @@ import Testing
     await shell.wait()
     #expect(ran.all == ["C", "G"])  // four submissions at 1.2 s, before maxWait
   }
+
+  /// Rule 6: a pending timer does not keep the queue or actor alive, and releasing the last
+  /// reference cancels the burst and frees the task.
+  @Test(arguments: ShellKind.single)
+  func releaseCancelsPendingBurstAndFreesTask(_ kind: ShellKind) async {
+    final class Captured: Sendable {}
+    weak var weakInstance: AnyObject?
+    weak var weakCaptured: Captured?
+    var ticket: DelayTicket?
+    do {
+      let captured = Captured()
+      weakCaptured = captured
+      switch kind {
+      case .queue:
+        let queue = DelayedPreemptiveDispatchQueue(clock: clock)
+        weakInstance = queue
+        ticket = queue.delay(1) { [ran] in ran.append("ran \(captured)") }
+      case .actor:
+        let actor = DelayedPreemptiveActor(clock: clock)
+        weakInstance = actor
+        ticket = await actor.delay(.seconds(1)) { [ran] in ran.append("ran \(captured)") }
+      case .keyedQueue, .keyedActor:
+        Issue.record("\(kind) has no task to free")
+      }
+    }
+    #expect(weakInstance == nil)
+    #expect(weakCaptured == nil)
+    #expect(await ticket?.outcome == .cancelled)
+    await clock.advance(by: .seconds(2))
+    #expect(ran.all.isEmpty)
+  }
 }

@@ -236,7 +236,7 @@ import Testing
 
   @Test func hugeDelaySaturatesInsteadOfTrapping() {
     var harness = MachineHarness(work: "A")
-    let far = Tick(nanoseconds: .max - 5).advanced(by: .seconds(1))
+    let far = TimelineInstant(nanoseconds: .max - 5).advanced(by: .seconds(1))
     #expect(far.nanoseconds == .max)
     harness.delay(Int64.max / 2_000_000)
     harness.advance(by: 1_000_000)

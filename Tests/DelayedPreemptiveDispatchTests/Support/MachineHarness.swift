@@ -1,60 +1,49 @@
 @testable import DelayedPreemptiveDispatch
 
-/// Drives a `BurstDriver` the way a shell does, on a time line in milliseconds: it keeps every
-/// armed timer (stale ones too), fires them in deadline order, runs decided runs in the order the
-/// driver gives them, and reads each submission's outcome from its real ticket, so the rules
-/// that resolve tickets are the ones the shells ship. An outcome that changes once known is
-/// recorded in `duplicateResolutions`.
+/// The ``DriverHarness`` of one line, as the single queue and actor build their driver: the
+/// task given last is kept, and tickets learn preemptions on demand. An outcome that changes
+/// once known is recorded in `duplicateResolutions`.
 struct MachineHarness {
-  typealias Driver = BurstDriver<String>
+  typealias Lines = SingleLine<String>
+  typealias Harness = DriverHarness<Lines>
   typealias Machine = PreemptionStateMachine<String>
+  typealias Run = Harness.Run
+  typealias Owner = Harness.Owner
+  static let line = Lines.LineID()
 
-  struct Run: Equatable, CustomStringConvertible {
-    var work: String
-    var at: Int64
-    var description: String { "\(work)@\(at)" }
-  }
-
-  /// Tickets need an owner; the harness synchronizes records itself, so it does nothing.
-  final class Owner: TicketOwner {
-    func synchronize(_ record: BurstRecord) async {}
-  }
-
-  private(set) var driver: Driver
-  private let owner = Owner()
-  private(set) var now: Int64 = 0
-  private(set) var timers: [TimerRequest] = []
-  private(set) var runs: [Run] = []
-  /// The tickets of accepted submissions, by submission number.
-  private(set) var tickets: [DelayTicket] = []
+  private(set) var harness: Harness
   private var known: [DelayOutcome?] = []
   private var knownOutcomes: [UInt64: DelayOutcome] = [:]
-  private(set) var armedByJoin = 0
   private(set) var duplicateResolutions: [UInt64] = []
 
   init(options: DelayOptions = DelayOptions(), work: String? = nil) {
-    driver = Driver(options: options, work: work)
+    var driver = BurstDriver<Lines>(
+      options: options, maxConcurrentTasks: 1, keepsLastWork: true, tracking: .onDemand)
+    driver.installLine(Self.line, work: work)
+    harness = Harness(driver: driver)
   }
 
-  var machine: Machine { driver.machine }
+  var driver: BurstDriver<Lines> { harness.driver }
+  var machine: Machine { harness.driver.lines[at: 0].machine }
+  var now: Int64 { harness.now }
+  var timers: [TimerRequest] { harness.timers }
+  var runs: [Run] { harness.runs[Self.line] ?? [] }
+  var tickets: [DelayTicket] { harness.tickets[Self.line] ?? [] }
+  var armedByJoin: Int { harness.armedByJoin }
 
-  static func tick(_ milliseconds: Int64) -> Tick {
-    Tick(nanoseconds: UInt64(milliseconds) * 1_000_000)
+  static func tick(_ milliseconds: Int64) -> TimelineInstant {
+    Harness.instant(milliseconds)
   }
 
-  /// Every submission's outcome as its ticket reports it; preemptions are brought up to date
-  /// through the driver first, as an awaiting ticket would. Outcomes already known are read
+  /// Every submission's outcome as its ticket reports it. Outcomes already known are read
   /// again by ``recheckKnownOutcomes()``.
   var outcomes: [UInt64: DelayOutcome] {
     mutating get {
-      for (submission, ticket) in tickets.enumerated() where known[submission] == nil {
-        if ticket.knownOutcome == nil, let (record, _) = ticket.record {
-          driver.synchronize(record)
-        }
-        if let outcome = ticket.knownOutcome {
-          known[submission] = outcome
-          knownOutcomes[UInt64(submission)] = outcome
-        }
+      let current = harness.outcomes(of: Self.line)
+      while known.count < tickets.count { known.append(nil) }
+      for (submission, outcome) in current where known[Int(submission)] == nil {
+        known[Int(submission)] = outcome
+        knownOutcomes[submission] = outcome
       }
       return knownOutcomes
     }
@@ -62,7 +51,7 @@ struct MachineHarness {
 
   /// Reads every known outcome again and records those that changed.
   mutating func recheckKnownOutcomes() {
-    for (submission, ticket) in tickets.enumerated() {
+    for (submission, ticket) in tickets.enumerated() where submission < known.count {
       guard let earlier = known[submission] else { continue }
       if ticket.knownOutcome != earlier { duplicateResolutions.append(UInt64(submission)) }
     }
@@ -72,52 +61,21 @@ struct MachineHarness {
   /// ones), or nil when rejected.
   @discardableResult
   mutating func delay(_ milliseconds: Int64, _ work: String? = nil) -> UInt64? {
-    let (ticket, effects) = driver.delay(
-      .nanoseconds(milliseconds * 1_000_000), now: Self.tick(now), work: work, owner: owner)
-    if !effects.startedBurst, effects.timer != nil { armedByJoin += 1 }
-    perform(effects)
+    let ticket = harness.delay(Self.line, milliseconds, work)
     guard ticket.record != nil else { return nil }
-    tickets.append(ticket)
-    known.append(nil)
     return UInt64(tickets.count - 1)
   }
 
   mutating func cancel() {
-    perform(driver.cancel())
+    harness.perform(harness.driver.cancel(Self.line))
   }
 
   mutating func flush() {
-    perform(driver.flush())
+    harness.perform(harness.driver.flush(Self.line))
   }
 
   /// Moves time to `now + milliseconds`, firing every timer due on the way, in order.
   mutating func advance(by milliseconds: Int64) {
-    let target = now + max(milliseconds, 0)
-    while let index = timers.indices.min(by: { timers[$0].deadline < timers[$1].deadline }),
-      timers[index].deadline <= Self.tick(target)
-    {
-      let timer = timers.remove(at: index)
-      now = max(now, Int64(timer.deadline.nanoseconds / 1_000_000))
-      perform(driver.timerFired(at: timer.deadline, generation: timer.generation))
-    }
-    now = target
-  }
-
-  /// Performs `effects` with the shells' own interpreter: a decided run runs at once.
-  private mutating func perform(_ effects: BurstEffects) {
-    effects.perform(
-      start: { count in
-        for _ in 0..<count {
-          let run = driver.takeRun()
-          runs.append(Run(work: run.work, at: now))
-          run.resolve()
-          _ = driver.runFinished()
-        }
-      },
-      arm: { timer in
-        timers.append(timer)
-        _ = driver.install(.none, generation: timer.generation)
-      },
-      becameIdle: {})
+    harness.advance(by: milliseconds)
   }
 }

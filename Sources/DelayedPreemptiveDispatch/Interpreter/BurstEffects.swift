@@ -1,0 +1,71 @@
+/// What a shell must do after an event of the ``BurstDriver``, outside its lock, performed by the
+/// one interpreter, ``perform(startWorkers:arm:becameIdle:)``, in one order: resume the waiters
+/// that learned a preemption, resolve the ended bursts' tickets, cancel the replaced timer,
+/// start workers, arm the timer, then leave the busy state.
+@usableFromInline
+struct BurstEffects: Sendable {
+  /// How the tickets of the one burst this event ended resolve.
+  @usableFromInline var resolution: BurstResolution?
+  /// The same for an event that ended many bursts (a keyed timer firing, `cancelAll`,
+  /// `flushAll`); `nil` rather than empty, so that the hot path carries no array.
+  @usableFromInline var resolutions: [BurstResolution]?
+  /// A burst record that learned a preemption while somebody awaits one of its tickets.
+  @usableFromInline var preempted: BurstRecord?
+  /// How many workers to start: each takes ready runs from the driver
+  /// (``BurstDriver/nextRuns(finishing:batchLimit:)``) until there are none.
+  @usableFromInline var workersToStart = 0
+  @usableFromInline var timer: TimerRequest?
+  /// The handle of the timer that `timer` replaces, or of the timer of an owner going away.
+  @usableFromInline var cancelledTimer: TimerHandle?
+  /// With `cancelsRunningTask`: the submission started a burst of a line whose run is running,
+  /// which is stale now; the shell cancels that run's task.
+  @usableFromInline var cancelsRunningRun = false
+  /// Nothing was pending or running before this event, and something is now: the shell enters
+  /// its busy state under its lock, before anything can end it.
+  @usableFromInline var becameBusy = false
+  /// Nothing is pending or running any more.
+  @usableFromInline var becameIdle = false
+  /// A timer firing left due timers: call ``BurstDriver/popDue(at:limit:)`` again, outside the
+  /// lock.
+  @usableFromInline var moreDue = false
+
+  @inlinable
+  init() {}
+
+  /// How many bursts this event ended.
+  @inlinable var endedCount: Int { (resolution == nil ? 0 : 1) + (resolutions?.count ?? 0) }
+
+  /// Adds how the tickets of one more ended burst resolve.
+  @inlinable
+  mutating func resolve(_ resolution: BurstResolution) {
+    if self.resolution == nil {
+      self.resolution = resolution
+    } else {
+      if resolutions == nil { resolutions = [] }
+      resolutions!.append(resolution)
+    }
+  }
+
+  /// The one interpreter of effects, for every shell: a shell says only how it starts a
+  /// worker, how it arms a timer (``BurstTimer/arm(_:tolerance:delivery:install:)``) and what it
+  /// does once idle. Call it outside the shell's lock: it resumes waiting tasks.
+  @inlinable @inline(__always)
+  func perform(
+    startWorkers: (_ count: Int) -> Void, arm: (TimerRequest) -> Void, becameIdle: () -> Void
+  ) {
+    preempted?.resumeResolved()
+    resolution?.apply()
+    if let resolutions { for resolution in resolutions { resolution.apply() } }
+    cancelledTimer?.cancel()
+    if workersToStart > 0 { startWorkers(workersToStart) }
+    if let timer { arm(timer) }
+    if self.becameIdle { becameIdle() }
+  }
+
+  /// Performs the effects of an owner going away (``BurstDriver/release()``): they end bursts
+  /// and stop the timer, and start nothing.
+  @inlinable
+  func performRelease() {
+    perform(startWorkers: { _ in }, arm: { _ in }, becameIdle: {})
+  }
+}

@@ -1,0 +1,28 @@
+/// The rules every burst of an instance shares: its ``DelayOptions``, converted once.
+@usableFromInline
+struct BurstRules: Sendable {
+  @usableFromInline let deadlinePolicy: DeadlinePolicy
+  /// `maxWait` in nanoseconds, negative values as zero; `nil` for no bound.
+  @usableFromInline let maxWaitNanoseconds: Int64?
+  @usableFromInline let leading: Bool
+  /// `tolerance` in nanoseconds, with `nil` and negative values as zero.
+  @usableFromInline let toleranceNanoseconds: Int64
+  /// `tolerance` as given, for the clocks that take one.
+  @usableFromInline let tolerance: Duration?
+  /// `maxSubmissions`; `nil` for no bound.
+  @usableFromInline let maxSubmissions: UInt32?
+
+  /// - Precondition: `options.maxSubmissions`, when given, is at least 1.
+  @usableFromInline
+  init(_ options: DelayOptions) {
+    if let maxSubmissions = options.maxSubmissions {
+      DelayOptions.requireValid(maxSubmissions: maxSubmissions)
+    }
+    self.maxSubmissions = options.maxSubmissions.map { UInt32(clamping: $0) }
+    deadlinePolicy = options.deadlinePolicy
+    maxWaitNanoseconds = options.maxWait.map { max($0.saturatingNanoseconds, 0) }
+    leading = options.leading
+    toleranceNanoseconds = max(options.tolerance?.saturatingNanoseconds ?? 0, 0)
+    tolerance = options.tolerance
+  }
+}

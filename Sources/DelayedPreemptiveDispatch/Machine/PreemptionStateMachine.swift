@@ -1,0 +1,276 @@
+/// Every rule of one burst line (one queue, one actor, or one key of a keyed instance), with no
+/// clock, queue or lock.
+///
+/// Instants come in as arguments and actions go out as return values; the ``BurstDriver`` turns
+/// them into effects. The rules that are the same for every key (``BurstRules``) and the
+/// counters that must be unique across keys (``BurstIDs``) are passed in, so that a keyed
+/// instance stores only what differs per key.
+///
+/// The machine owns the single timer of its line: `liveTimer` is the earliest timer armed and
+/// not yet fired, and its generation names it, so a timer that fires with any other generation
+/// is stale and does nothing. The live timer outlives the burst it was armed for: a later burst
+/// whose deadline is no earlier adopts it (it fires early and re-arms for the remainder), so a
+/// loop of `delay` and `cancel` keeps one timer in flight instead of one per burst.
+///
+/// `Work` should be a struct or class, not a bare closure type: a closure stored as a generic
+/// value is kept in its most general form, which costs an allocation per store.
+@usableFromInline
+struct PreemptionStateMachine<Work> {
+  /// How the submissions of an ended burst resolve.
+  @usableFromInline
+  struct BurstEnd: Equatable, Sendable {
+    /// The submission that runs or is cancelled at the end; `nil` when the burst only had its
+    /// leading submission. Every other submission of the burst except the leading one was
+    /// preempted.
+    @usableFromInline var lastSeq: UInt64?
+
+    @inlinable
+    init(lastSeq: UInt64?) {
+      self.lastSeq = lastSeq
+    }
+  }
+
+  @usableFromInline
+  enum DelayAction {
+    /// No task was ever given: the submission resolves `.cancelled` and nothing changes.
+    case rejected
+    /// The submission started a burst: run `leading` at once if present, then arm `timer` if
+    /// present (else the live timer was adopted).
+    case started(seq: UInt64, timer: TimerRequest?, leading: Work?)
+    /// The submission joined the pending burst, preempting every earlier non-leading one; arm
+    /// `timer` if present.
+    case joined(seq: UInt64, timer: TimerRequest?)
+    /// The submission reached `maxSubmissions` (it started the burst when `started`, and then
+    /// `leading` runs first): the burst ended at once, running `run` if present, as a flush.
+    case completed(seq: UInt64, started: Bool, leading: Work?, run: Work?, end: BurstEnd)
+  }
+
+  @usableFromInline
+  enum FireAction {
+    /// The timer is not the live one: do nothing.
+    case stale
+    /// The deadline moved later: arm for the remainder.
+    case rearm(TimerRequest)
+    /// The deadline is reached: run `work` (nil for a burst that had only its leading
+    /// submission), then resolve `end`.
+    case ended(Work?, BurstEnd)
+  }
+
+  @usableFromInline
+  struct Burst: Sendable {
+    // No optional fields, and a `Bool` last: an optional burst needs no tag byte of its own
+    // (it uses the `Bool`'s spare values), so that a pending key's state in the keyed driver
+    // stays small.
+    @usableFromInline var lastSeq: UInt64
+    @usableFromInline var quietDeadline: TimelineInstant
+    /// `TimelineInstant(nanoseconds: .max)` ("never") when the burst has no `maxWait`.
+    @usableFromInline var maxWaitDeadline: TimelineInstant
+    /// Submissions so far, the leading one included (`maxSubmissions`).
+    @usableFromInline var submissions: UInt32 = 1
+    /// The burst has a submission after its leading one (`leading` option), or had none: its
+    /// end runs or cancels `lastSeq`.
+    @usableFromInline var hasTrailingSubmission: Bool
+
+    @inlinable
+    init(
+      lastSeq: UInt64, leading: Bool, quietDeadline: TimelineInstant,
+      maxWaitDeadline: TimelineInstant?
+    ) {
+      self.lastSeq = lastSeq
+      self.quietDeadline = quietDeadline
+      self.maxWaitDeadline = maxWaitDeadline ?? TimelineInstant(nanoseconds: .max)
+      hasTrailingSubmission = !leading
+    }
+
+    @inlinable
+    var deadline: TimelineInstant { min(quietDeadline, maxWaitDeadline) }
+
+    /// A submission `seq` joined the burst.
+    @inlinable @inline(__always)
+    mutating func join(_ seq: UInt64) {
+      lastSeq = seq
+      hasTrailingSubmission = true
+    }
+  }
+
+  // The machine's state is its own: other types read and change it through its methods only.
+  // (The fields are `@usableFromInline` for the inlinable methods, not for other types.)
+  // Declared widest first, so that the keyed driver's per-key state packs tightly.
+  @usableFromInline var burst: Burst?
+  /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
+  /// it. Never nil while a burst is pending.
+  @usableFromInline var liveTimer: TimerRequest?
+  /// The task given last, at init or by a submission; `work: nil` reuses it.
+  @usableFromInline var lastWork: Work?
+
+  @inlinable
+  init(work: Work?) {
+    lastWork = work
+  }
+
+  @inlinable var isPending: Bool { burst != nil }
+
+  /// The generation of the live timer, if one is in flight.
+  @inlinable var liveTimerGeneration: UInt64? { liveTimer?.generation }
+
+  /// The pending burst's last submission, if a burst is pending.
+  @inlinable var pendingLastSeq: UInt64? { burst?.lastSeq }
+
+  /// With `combine`: takes the pending burst's value out, to merge the next submission into;
+  /// `nil` when nothing is pending or the burst has only its leading submission (the trailing
+  /// value starts afresh). The machine has no value until the next submission gives it the
+  /// merged one.
+  @inlinable
+  mutating func takeValueToCombine() -> Work? {
+    guard let burst, burst.hasTrailingSubmission else { return nil }
+    return lastWork.take()
+  }
+
+  /// A submission at `now` that asks to run no earlier than `requested`; an instant before
+  /// `now` means "due now".
+  @inlinable
+  mutating func delay(
+    at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
+    ids: inout BurstIDs
+  ) -> DelayAction {
+    if let work { lastWork = work }
+    guard lastWork != nil else { return .rejected }
+    let seq = ids.nextSequence()
+    let requested = max(requested, now)
+    guard var burst else {
+      let burst = Burst(
+        lastSeq: seq, leading: rules.leading, quietDeadline: requested,
+        maxWaitDeadline: rules.maxWaitNanoseconds.map { now.advanced(byNanoseconds: $0) })
+      self.burst = burst
+      let leading = rules.leading ? lastWork : nil
+      if rules.maxSubmissions == 1 { return complete(burst, seq: seq, started: true, leading) }
+      let adopts = liveTimer.map { $0.deadline <= burst.deadline } ?? false
+      return .started(
+        seq: seq, timer: adopts ? nil : arm(burst.deadline, ids: &ids), leading: leading)
+    }
+    burst.join(seq)
+    burst.submissions &+= 1
+    if let maxSubmissions = rules.maxSubmissions, burst.submissions >= maxSubmissions {
+      return complete(burst, seq: seq, started: false, nil)
+    }
+    return .joined(seq: seq, timer: move(&burst, until: requested, rules: rules, ids: &ids))
+  }
+
+  /// A submission to the pending burst when no `maxSubmissions` can end it: the rules of
+  /// ``delay(at:until:work:rules:ids:)`` for that case, without building its action (the single
+  /// shells' hot path). Returns the submission's number and the timer to arm, if any.
+  ///
+  /// - Precondition: a burst is pending, and `rules.maxSubmissions` is `nil`.
+  @inlinable @inline(__always)
+  mutating func join(
+    at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
+    ids: inout BurstIDs
+  ) -> (seq: UInt64, timer: TimerRequest?) {
+    if let work { lastWork = work }
+    let seq = ids.nextSequence()
+    guard var burst else {
+      preconditionFailure("Internal inconsistency: a submission joined no pending burst")
+    }
+    burst.join(seq)  // `submissions` is not counted: no `maxSubmissions` reads it
+    return (seq, move(&burst, until: max(requested, now), rules: rules, ids: &ids))
+  }
+
+  /// Moves the pending burst's deadline for a submission that asks for `requested` (not before
+  /// now) under the deadline policy, stores the burst, and returns the timer to arm, if any.
+  @inlinable @inline(__always)
+  mutating func move(
+    _ burst: inout Burst, until requested: TimelineInstant, rules: BurstRules, ids: inout BurstIDs
+  ) -> TimerRequest? {
+    switch rules.deadlinePolicy {
+    case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
+    case .restart: burst.quietDeadline = requested
+    }
+    self.burst = burst
+    // The live timer fires early and re-arms when the deadline moved later; it is replaced only
+    // when the deadline moved earlier by more than the tolerance.
+    if let armed = liveTimer?.deadline, burst.deadline < armed,
+      burst.deadline.advanced(byNanoseconds: rules.toleranceNanoseconds) < armed
+    {
+      return arm(burst.deadline, ids: &ids)
+    }
+    return nil
+  }
+
+  /// The timer named `generation` fired at `now`.
+  @inlinable
+  mutating func timerFired(at now: TimelineInstant, generation: UInt64, ids: inout BurstIDs)
+    -> FireAction
+  {
+    guard generation == liveTimer?.generation else { return .stale }
+    liveTimer = nil
+    // The burst it was armed for ended: nothing to do, and nothing in flight any more.
+    guard let burst else { return .stale }
+    if now < burst.deadline { return .rearm(arm(burst.deadline, ids: &ids)) }
+    return endWithRun(burst)
+  }
+
+  /// Ends the pending burst by running its task now; `nil` when idle.
+  @inlinable
+  mutating func flush() -> (Work?, BurstEnd)? {
+    guard let burst else { return nil }
+    guard case .ended(let work, let end) = endWithRun(burst) else {
+      preconditionFailure("Internal inconsistency: flush() of \(burst) did not end it")
+    }
+    return (work, end)
+  }
+
+  /// Ends the pending burst without running it; `nil` when idle.
+  @inlinable
+  mutating func cancel() -> BurstEnd? {
+    guard let burst else { return nil }
+    self.burst = nil
+    return BurstEnd(lastSeq: burst.hasTrailingSubmission ? burst.lastSeq : nil)
+  }
+
+  /// Cancels the pending burst and forgets the task, so that nothing the task captured is kept.
+  @inlinable
+  mutating func release() -> BurstEnd? {
+    lastWork = nil
+    return cancel()
+  }
+
+  /// Forgets the task given last; the keyed drivers do so when a key's burst ends, so that an
+  /// idle key keeps no value.
+  @inlinable
+  mutating func forgetWork() {
+    lastWork = nil
+  }
+
+  @inlinable
+  mutating func endWithRun(_ burst: Burst) -> FireAction {
+    // The burst ends; the live timer stays in flight, for a later burst to adopt.
+    self.burst = nil
+    guard burst.hasTrailingSubmission else { return .ended(nil, BurstEnd(lastSeq: nil)) }
+    guard let lastWork else {
+      preconditionFailure("Internal inconsistency: burst \(burst) has no task to run")
+    }
+    return .ended(lastWork, BurstEnd(lastSeq: burst.lastSeq))
+  }
+
+  /// `maxSubmissions` reached: the burst ends at once, as a flush would end it; its live timer
+  /// stays in flight, for a later burst to adopt. Kept out of line: the submissions that do not
+  /// complete a burst are the hot path.
+  @inlinable @inline(never)
+  mutating func complete(
+    _ burst: Burst, seq: UInt64, started: Bool, _ leading: Work?
+  ) -> DelayAction {
+    guard case .ended(let run, let end) = endWithRun(burst) else {
+      preconditionFailure("Internal inconsistency: completing \(burst) did not end it")
+    }
+    return .completed(seq: seq, started: started, leading: leading, run: run, end: end)
+  }
+
+  @inlinable
+  mutating func arm(_ deadline: TimelineInstant, ids: inout BurstIDs) -> TimerRequest {
+    let timer = TimerRequest(deadline: deadline, generation: ids.nextGeneration())
+    liveTimer = timer
+    return timer
+  }
+}
+
+extension PreemptionStateMachine: Sendable where Work: Sendable {}

@@ -1,0 +1,66 @@
+/// A value guarded by a ``PlatformLock``: `os_unfair_lock` on Apple platforms, `pthread_mutex_t`
+/// elsewhere.
+///
+/// The closure passed to ``withLock(_:)`` must never call user code: the library only performs
+/// state transitions under it. Clock readings are taken before the lock.
+///
+/// `Sendable` only when its state is: a box shares its state between threads.
+@usableFromInline
+package final class LockBox<State> {
+  @usableFromInline typealias Lock = PlatformLock.Primitive
+  /// The lock, at the start of the one allocation that holds both the lock and the state.
+  @usableFromInline let lock: UnsafeMutablePointer<Lock>
+
+  /// The state, after the lock in the same allocation: a box costs two allocations (this object
+  /// and its storage), not three. Behind a pointer rather than a stored `var`, so that an
+  /// access costs no dynamic exclusivity check: the lock already makes it exclusive.
+  @inlinable var state: UnsafeMutablePointer<State> {
+    (UnsafeMutableRawPointer(lock) + Self.stateOffset).assumingMemoryBound(to: State.self)
+  }
+
+  package init(_ initialState: State) {
+    let stateOffset = Self.stateOffset
+    let storage = UnsafeMutableRawPointer.allocate(
+      byteCount: stateOffset + MemoryLayout<State>.size,
+      alignment: max(MemoryLayout<Lock>.alignment, MemoryLayout<State>.alignment))
+    (storage + stateOffset).bindMemory(to: State.self, capacity: 1).initialize(to: initialState)
+    lock = storage.bindMemory(to: Lock.self, capacity: 1)
+    PlatformLock.initialize(lock)
+  }
+
+  deinit {
+    PlatformLock.destroy(lock)
+    state.deinitialize(count: 1)
+    UnsafeMutableRawPointer(lock).deallocate()
+  }
+
+  /// Where the state starts in the storage: after the lock, aligned for `State`.
+  @inlinable static var stateOffset: Int {
+    let alignment = MemoryLayout<State>.alignment
+    return (MemoryLayout<Lock>.size + alignment - 1) / alignment * alignment
+  }
+
+  /// Runs `body` with exclusive access to the state.
+  @inlinable
+  package func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    acquire()
+    defer { release() }
+    return try body(&state.pointee)
+  }
+
+  @inlinable
+  func acquire() {
+    PlatformLock.acquire(lock)
+  }
+
+  @inlinable
+  func release() {
+    PlatformLock.release(lock)
+  }
+}
+
+// Sound as `@unchecked Sendable`: `state` is only read or written inside `withLock`, which holds
+// `lock` for the whole access; `lock` and `state` live at stable heap addresses that are
+// initialised in `init` and destroyed only in `deinit`, when no other reference exists. The
+// state itself crosses threads, so it must be `Sendable`.
+extension LockBox: @unchecked Sendable where State: Sendable {}
