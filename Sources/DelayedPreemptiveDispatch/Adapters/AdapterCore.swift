@@ -20,8 +20,7 @@ final class AdapterCore<Rules: AdapterRules>: Sendable {
     state = LockBox(rules)
     self.timing = timing
     timer = timing.makeQueue(
-      label: "\(label).timer",
-      options: DelayOptions(deadlinePolicy: .restart, maxWait: rules.plan.maxWait))
+      "\(label).timer", DelayOptions(deadlinePolicy: .restart, maxWait: rules.plan.maxWait))
     callbacks =
       callbackQueue ?? makeSerialQueue(label: "\(label).callbacks", qos: .unspecified, target: nil)
   }
