@@ -410,7 +410,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         }
       } catch {
         if Task.isCancelled { return }
-        let wait = outage.failed(error, defects: queue.metrics)
+        let wait = outage.failed(queue.failure(of: "listen", error), defects: queue.metrics)
         do {
           try await Task.sleep(for: max(wait, queue.safetyPoll))
         } catch {
