@@ -29,8 +29,9 @@ import PostgresNIO
 /// ```
 ///
 /// All instants come from the database's clock (`clock_timestamp()`), so replicas with skewed
-/// clocks agree on every deadline. The client must be running (`client.run()`) for any call to
-/// complete.
+/// clocks agree on every deadline. The client must be running for any call to complete: put it
+/// in the service's `ServiceGroup`, where a ``PostgresBurstWorker`` also migrates the schema
+/// (<doc:GettingStarted>).
 public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendable {
   let client: PostgresClient
   let endpoint: Endpoint
