@@ -57,12 +57,14 @@ struct StateCommand: AsyncParsableCommand {
 
   /// What an empty queue means: idle, or a name no service uses here.
   static func noBursts(_ queue: PostgresDelayedPreemptiveQueue<String>) async throws -> String {
-    let names = try await queue.namesInUse()
+    let shown = 20
+    let names = try await queue.namesInUse(limit: shown + 1)
     let others =
       names.isEmpty
       ? "no queue has bursts in this database now"
       : "names with bursts in this database: "
-        + names.map { "\($0.name) (\($0.rows))" }.joined(separator: ", ")
+        + names.prefix(shown).map { "\($0.name) (\($0.rows))" }.joined(separator: ", ")
+        + (names.count > shown ? ", and more" : "")
     return
       "no bursts under the name \(queue.name): the queue is idle, or no service uses this "
       + "name; \(others)"
