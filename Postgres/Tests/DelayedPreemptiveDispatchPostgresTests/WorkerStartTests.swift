@@ -149,14 +149,17 @@ struct PostgresWorkerStartTests {
         try await TestDatabase.withClient(url: url) { client, configuration in
           let owner = PostgresDelayedPreemptiveQueue<String>(
             client: client, configuration: configuration, name: "reindex")
-          try await owner.migrate()
+          // The grants reach the tables as migrate() creates them, as an operator's default
+          // privileges would: granted after migrate(), the worker could look at the schema in
+          // between, find it unreadable, and start without waiting for it.
           for grant in [
-            "GRANT SELECT ON dpd_schema TO \(role)",
-            "GRANT SELECT, INSERT, UPDATE, DELETE ON dpd_bursts TO \(role)",
-            "GRANT USAGE ON SEQUENCE dpd_fence TO \(role)",
+            "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE "
+              + "ON TABLES TO \(role)",
+            "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE ON SEQUENCES TO \(role)",
           ] {
             try await client.query(PostgresQuery(unsafeSQL: grant))
           }
+          try await owner.migrate()
           #expect(
             try await TestDatabase.eventually(within: .seconds(15)) {
               logs.contains("worker started", atLeast: .info)
