@@ -93,6 +93,9 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
       return ticket
     }
     perform(effects)
+    if effects.workersToStart > 0 {
+      timer.awaitOnClock { [weak self] in await self?.runsDrained() }
+    }
     return ticket
   }
 
@@ -101,9 +104,19 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   @usableFromInline
   func cancelAll() { gated { perform(state.withLock { $0.driver.cancelAll() }) } }
   @inlinable
-  func flush(_ id: LineID) { gated { perform(state.withLock { $0.driver.flush(id) }) } }
+  func flush(_ id: LineID) {
+    gated {
+      let now = timer.saturatingNow()
+      perform(state.withLock { $0.driver.flush(id, at: now) })
+    }
+  }
   @usableFromInline
-  func flushAll() { gated { perform(state.withLock { $0.driver.flushAll() }) } }
+  func flushAll() {
+    gated {
+      let now = timer.saturatingNow()
+      perform(state.withLock { $0.driver.flushAll(at: now) })
+    }
+  }
   /// The public type is going away: cancels every pending burst and forgets the tasks.
   @usableFromInline
   func release() { gated { perform(state.withLock { $0.driver.release() }) } }
@@ -180,6 +193,12 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   @usableFromInline
   func timerFiredAndDrained(generation: UInt64) async {
     timerFired(generation: generation)
+    await runsDrained()
+  }
+
+  /// Returns once every run decided so far has returned.
+  @usableFromInline
+  func runsDrained() async {
     await withCheckedContinuation { continuation in
       let drained = state.withLock { state in
         if state.driver.unfinishedRuns > 0 { state.drainWaiters.append(continuation) }

@@ -123,10 +123,12 @@ struct DebounceState<Element: Sendable>: Sendable {
   }
 
   /// The base finished (`.success`) or threw: the pending element is due at once, then the end.
-  @inlinable mutating func baseEnded(_ end: Result<Void, any Error>, _ effects: inout Effects) {
+  @inlinable mutating func baseEnded(
+    _ end: Result<Void, any Error>, at now: TimelineInstant, _ effects: inout Effects
+  ) {
     guard case .reading = phase else { return }
     reading = nil
-    effects.burst = driver.flush(Lines.LineID())
+    effects.burst = driver.flush(Lines.LineID(), at: now)
     emitDecided(&effects)
     effects.burst.cancelledTimer = driver.release().cancelledTimer
     if let consumer = consumer.take() {

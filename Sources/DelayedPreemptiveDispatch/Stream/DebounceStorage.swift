@@ -102,8 +102,9 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   @inlinable
   func baseEnded(_ end: Result<Void, any Error>) {
+    let now = timeline.saturatingNow()
     var effects = State.Effects()
-    state.withLock { $0.baseEnded(end, &effects) }
+    state.withLock { $0.baseEnded(end, at: now, &effects) }
     perform(effects)
   }
 
