@@ -25,6 +25,8 @@ let package = Package(
       url: "https://github.com/ordo-one/benchmark", exact: "1.38.1",
       traits: ["MallocInterposer"]),
     .package(url: "https://github.com/apple/swift-async-algorithms", exact: "1.1.4"),
+    // Test-only: the ClockInteropTests hold the docs' recipe for testing with another clock.
+    .package(url: "https://github.com/pointfreeco/swift-clocks", exact: "1.1.1"),
   ],
   targets: [
     .target(
@@ -39,6 +41,15 @@ let package = Package(
       dependencies: ["Contenders", .product(name: "Benchmark", package: "benchmark")]
     ),
     .executableTarget(name: "ProfileDriver", dependencies: ["Contenders"]),
+    // How the library behaves on a clock that is not its own ManualClock: swift-clocks'
+    // TestClock and ImmediateClock. Here, so that the root package keeps no dependencies.
+    .testTarget(
+      name: "ClockInteropTests",
+      dependencies: [
+        .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
+        .product(name: "Clocks", package: "swift-clocks"),
+      ]
+    ),
   ] + workloads,
   swiftLanguageModes: [.v6]
 )

@@ -21,6 +21,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
   ],
   targets: [
     .target(
@@ -31,20 +32,33 @@ let package = Package(
         .product(name: "Logging", package: "swift-log"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        // Only to read whether a PostgresClient runs (see ClientRunState.swift).
+        .product(name: "Atomics", package: "swift-atomics"),
       ]
     ),
-    // The operator's worker tool: runs a demo queue's worker as a service until SIGTERM or
-    // SIGINT, and shows the queue's state, retries or discards a kept failure.
+    // The operator's tool: shows a queue's state and retries or discards a kept failure, for a
+    // queue of any Value type.
     .executableTarget(
       name: "dpd-postgres-worker",
       dependencies: [
         "DelayedPreemptiveDispatchPostgres",
-        .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
+      ]
+    ),
+    // A demo: a worker that prints its runs, and a way to submit to it. An example, not a
+    // product: it ships with nothing (`swift run --package-path Postgres dpd-postgres-demo`).
+    .executableTarget(
+      name: "dpd-postgres-demo",
+      dependencies: [
+        "DelayedPreemptiveDispatchPostgres",
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "Logging", package: "swift-log"),
-      ]
+      ],
+      path: "Examples/Demo"
     ),
     // Measures delay throughput, drain rate and fire lateness against a real server.
     .executableTarget(
@@ -72,6 +86,7 @@ let package = Package(
       dependencies: [
         "DelayedPreemptiveDispatchPostgres",
         "dpd-postgres-worker",
+        "dpd-postgres-demo",
         "dpd-postgres-test-worker",
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),

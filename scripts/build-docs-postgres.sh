@@ -4,14 +4,18 @@
 # does for the root package. Fails on any DocC warning, which covers the module's catalog and
 # the doc comments of its public symbols.
 #
-#   scripts/build-docs-postgres.sh           # reuses the dependencies built by an earlier run
-#   scripts/build-docs-postgres.sh --clean   # starts from an empty build path
+#   scripts/build-docs-postgres.sh           # reuses the package's build in Postgres/.build
+#   scripts/build-docs-postgres.sh --clean   # removes the documentation output first
 #
 # Output (git-ignored, under Postgres/.build):
 #   Postgres/.build/docs/DelayedPreemptiveDispatchPostgres.doccarchive
 #
-# The first run compiles the package's dependencies (PostgresNIO, SwiftNIO, BoringSSL, ...)
-# with the symbol graph flags: several minutes on 2 cores. Later runs recompile only the module.
+# The symbol graph comes from `swift package dump-symbol-graph`, which builds the package in its
+# regular build path with the flags below, the ones .ci/run builds and tests it with, and then
+# extracts the graph from the built module: after .ci/run's build, or a developer's
+# `swift build --package-path Postgres --build-tests -Xswiftc -warnings-as-errors`, nothing is
+# compiled again. (Emitting the graph while compiling would need a second build of PostgresNIO,
+# SwiftNIO and BoringSSL with other flags: minutes on 2 cores.)
 # Set DOCC to use a specific docc binary.
 set -euo pipefail
 
@@ -21,10 +25,11 @@ root="$PWD"
 module=DelayedPreemptiveDispatchPostgres
 package="$root/Postgres"
 build_path="$package/.build/docs"
-graphs="$build_path/symbol-graphs"
 module_graphs="$build_path/module-graphs"
 catalog="$package/Sources/$module/$module.docc"
 archive="$build_path/$module.doccarchive"
+# The flags of .ci/run's Postgres build; scripts/check-snippets.py --postgres uses them too.
+flags=(-Xswiftc -warnings-as-errors)
 
 if [[ "${1:-}" == "--clean" ]]; then
   rm -rf "$build_path"
@@ -36,25 +41,19 @@ fi
 # shellcheck source=scripts/find-docc.sh
 source "$root/scripts/find-docc.sh"
 
-build() {
-  swift build --package-path "$package" --target "$module" --build-path "$build_path" \
-    -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$graphs" "$@"
-}
-
-# A separate build path keeps the symbol graph flags from invalidating the package's regular
-# `.build` products. An up-to-date module is not recompiled and so emits no graph: remove this
-# module's emitted module (not its dependencies', which take minutes to build, nor its build
-# plan) and its old graphs, so that the build below emits the module, and its graph, again.
-echo "Building symbol graphs in ${build_path#"$root"/}"
-if [[ -d "$build_path" ]] && bin="$(build --show-bin-path 2>/dev/null)"; then
-  rm -f "$bin/Modules/$module".*
+echo "Building and extracting the symbol graph of $module"
+mkdir -p "$build_path"
+log="$build_path/dump-symbol-graph.log"
+if ! swift package --package-path "$package" "${flags[@]}" dump-symbol-graph \
+  --minimum-access-level public >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "error: swift package dump-symbol-graph failed" >&2
+  exit 1
 fi
-mkdir -p "$graphs"
-rm -f "$graphs/$module.symbols.json" "$graphs/$module@"*.symbols.json
-build
-
-if [[ ! -s "$graphs/$module.symbols.json" ]]; then
-  echo "error: the build wrote no symbol graph for $module" >&2
+graphs="$(sed -n 's/^Files written to //p' "$log" | tail -1)"
+if [[ -z "$graphs" || ! -s "$graphs/$module.symbols.json" ]]; then
+  cat "$log" >&2
+  echo "error: no symbol graph for $module" >&2
   exit 1
 fi
 

@@ -42,9 +42,11 @@ marker says `(needs the Postgres package`. A marker that names the operations br
 snippet in both modes: it needs API that has not landed. The stubs are in
 `scripts/snippets/PostgresPrelude.swift`. Rather than build PostgresNIO and its dependencies
 once more (minutes on 2 cores), it type-checks the snippets with `swiftc` against the modules
-that `scripts/build-docs-postgres.sh` built in `Postgres/.build/docs`, with the module search
-paths of that build, so run that script first. It adds `MetricsTestKit` to that build, with the
-same flags, for the snippets that test metrics.
+of the package's regular build in `Postgres/.build`, with the module search paths of that build
+and the flags that `.ci/run` and `scripts/build-docs-postgres.sh` build it with, so run that
+script (or .ci/run's Postgres build) first. It builds `MetricsTestKit`, a dependency of the
+tests, with the same flags, for the snippets that test metrics: a no-op after a build of the
+tests.
 """
 
 from __future__ import annotations
@@ -67,7 +69,10 @@ POSTGRES_CATALOG = (
     / "DelayedPreemptiveDispatchPostgres.docc"
 )
 POSTGRES_PRELUDE = ROOT / "scripts" / "snippets" / "PostgresPrelude.swift"
-POSTGRES_BUILD = ROOT / "Postgres" / ".build" / "docs"
+POSTGRES_BUILD = ROOT / "Postgres" / ".build"
+# The flags of .ci/run's Postgres build and of scripts/build-docs-postgres.sh, so that nothing
+# is compiled again.
+POSTGRES_FLAGS = ["-Xswiftc", "-warnings-as-errors"]
 POSTGRES_WORK = ROOT / "Postgres" / ".build" / "snippets"
 SKIP_MARKER = "<!-- snippet: skip"  # optionally followed by the reason, then "-->"
 POSTGRES_REASON = "(needs the Postgres package"  # a skip reason that the Postgres mode compiles
@@ -224,27 +229,23 @@ def postgres_snippets() -> tuple[list[Snippet], int]:
 
 
 def postgres_flags() -> list[str]:
-    """The `swiftc` flags that find the modules of the Postgres docs build: the ones SwiftPM gave
+    """The `swiftc` flags that find the modules of the Postgres build: the ones SwiftPM gave
     the module DelayedPreemptiveDispatchPostgres itself (module and header search paths, module
     maps of the C targets), read from that build's manifest."""
-    build = ["swift", "build", "--package-path", str(ROOT / "Postgres"), "--build-path", str(POSTGRES_BUILD)]
-    graphs = POSTGRES_BUILD / "symbol-graphs"
-    same_flags = [
-        "-Xswiftc", "-emit-symbol-graph", "-Xswiftc", "-emit-symbol-graph-dir", "-Xswiftc", str(graphs),
-    ]
+    build = ["swift", "build", "--package-path", str(ROOT / "Postgres")]
     manifest = POSTGRES_BUILD / "debug.yaml"
     if not manifest.exists():
-        sys.exit("error: no Postgres docs build; run scripts/build-docs-postgres.sh first")
-    # MetricsTestKit, with the flags of the docs build so that nothing else is rebuilt.
+        sys.exit("error: no Postgres build; run scripts/build-docs-postgres.sh first")
+    # MetricsTestKit, with the flags of that build so that nothing else is rebuilt.
     result = subprocess.run(
-        build + ["--target", "MetricsTestKit"] + same_flags,
+        build + ["--target", "MetricsTestKit"] + POSTGRES_FLAGS,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     if result.returncode != 0:
         print(result.stdout, file=sys.stderr)
-        sys.exit("error: could not build MetricsTestKit in the Postgres docs build")
+        sys.exit("error: could not build MetricsTestKit in the Postgres build")
     bin_path = subprocess.run(
-        build + ["--show-bin-path"], stdout=subprocess.PIPE, text=True, check=True
+        build + ["--show-bin-path"] + POSTGRES_FLAGS, stdout=subprocess.PIPE, text=True, check=True
     ).stdout.strip()
     module = "DelayedPreemptiveDispatchPostgres"
     flags: list[str] = ["-I", str(Path(bin_path) / "Modules")]
@@ -265,7 +266,7 @@ def postgres_flags() -> list[str]:
             index += 1
         break
     else:
-        sys.exit(f"error: the Postgres docs build has no command for {module}; rerun it")
+        sys.exit(f"error: the Postgres build has no command for {module}; rerun it")
     return flags
 
 

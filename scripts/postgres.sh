@@ -9,6 +9,8 @@
 #   scripts/postgres.sh up      # starts the stopped server again, on the same port
 #   scripts/postgres.sh freeze  # SIGSTOP the postmaster: new connections get no answer
 #   scripts/postgres.sh thaw    # SIGCONT the postmaster
+#   scripts/postgres.sh tls CERT KEY  # serve TLS with this certificate and key (PEM), as ssl=on
+#   scripts/postgres.sh tls off       # serve no TLS again
 #
 # The server uses Debian's packages (installed with apt-get when `initdb` is missing), keeps its
 # data in a fresh temporary directory owned by `postgres`, listens on 127.0.0.1 only, on a free
@@ -19,6 +21,11 @@
 # One role is not trusted: `dpd_password_user` must give its password, `dpd_password_secret`,
 # over 127.0.0.1 (scram-sha-256; its pg_hba.conf line comes before the trust lines), so that the
 # tests can see a wrong password refused (rule P12).
+#
+# `tls` copies the certificate and key into the data directory (owned by the server's user, the
+# key readable by it alone, as PostgreSQL demands), sets `ssl` with ALTER SYSTEM and reloads the
+# configuration, then waits until a connection with sslmode=require succeeds (or, for `tls off`,
+# fails). The TLS tests give a server of their own a certificate they made with openssl.
 #
 # Set DPD_POSTGRES_STATE to choose the state file.
 set -euo pipefail
@@ -169,6 +176,51 @@ stop_quietly() {
   rm -f "$state"
 }
 
+# Runs SQL as the superuser on the running server.
+superuser_sql() {
+  local psql="$BIN/psql"
+  [[ -x "$psql" ]] || psql="$(command -v psql)"
+  as_owner "$psql" -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "$1" \
+    >/dev/null
+}
+
+# Serves TLS with the certificate $1 and key $2, or none with `off`; returns once a connection
+# with sslmode=require succeeds (or, with `off`, is refused).
+set_tls() {
+  local psql="$BIN/psql" want
+  [[ -x "$psql" ]] || psql="$(command -v psql)"
+  if [[ "${1:-}" == off ]]; then
+    superuser_sql "ALTER SYSTEM SET ssl = off"
+    want=off
+  else
+    [[ -f "${1:-}" && -f "${2:-}" ]] || {
+      log "usage: $0 tls CERT KEY (PEM files) | tls off"
+      exit 2
+    }
+    install -m 644 "$1" "$DIR/data/dpd-server.crt"
+    install -m 600 "$2" "$DIR/data/dpd-server.key"
+    if [[ $(id -u) -eq 0 ]]; then chown postgres: "$DIR/data/dpd-server.crt" "$DIR/data/dpd-server.key"; fi
+    superuser_sql "ALTER SYSTEM SET ssl_cert_file = 'dpd-server.crt'"
+    superuser_sql "ALTER SYSTEM SET ssl_key_file = 'dpd-server.key'"
+    superuser_sql "ALTER SYSTEM SET ssl = on"
+    want=on
+  fi
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" reload >/dev/null
+  # Reloading is asynchronous, and a certificate the server cannot load leaves the old setting.
+  for _ in $(seq 1 100); do
+    if as_owner "$psql" -w "host=127.0.0.1 port=$PORT user=postgres dbname=postgres sslmode=require" \
+      -Atc 'SELECT 1' >/dev/null 2>&1; then
+      [[ $want == on ]] && return 0
+    elif [[ $want == off ]]; then
+      return 0
+    fi
+    sleep 0.05
+  done
+  log "tls $want did not take effect; the server's log says:"
+  tail -5 "$DIR/server.log" >&2 || true
+  exit 1
+}
+
 postmaster_pid() {
   head -1 "$DIR/data/postmaster.pid"
 }
@@ -206,6 +258,13 @@ freeze)
 thaw)
   read_state && kill -CONT "$(postmaster_pid)"
   ;;
+tls)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  set_tls "${2:-}" "${3:-}"
+  ;;
 url)
   if is_running; then
     echo "$URL"
@@ -223,7 +282,7 @@ stop)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw" >&2
+  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|tls CERT KEY|tls off" >&2
   exit 2
   ;;
 esac

@@ -15,10 +15,23 @@ struct ConnectionFailure: Sendable, Hashable {
 extension ConnectionFailure {
   /// What `error`, thrown by an attempt to connect, says; nil when it says only that nothing
   /// answered in time or that the attempt was cancelled. Any occurrence of `password` in the
-  /// reason is replaced by `***`.
-  init?(connecting error: any Error, password: String?) {
-    guard let failure = Self.describing(error) else { return nil }
+  /// reason is replaced by `***`. With the `configuration` of the attempt, a refused
+  /// certificate is described by the check that failed and what to give (see ``TLSFailure``).
+  init?(
+    connecting error: any Error, password: String?,
+    configuration: PostgresClient.Configuration? = nil
+  ) {
+    guard let failure = Self.describing(error, configuration: configuration) else { return nil }
     self.init(reason: redacting(password, in: failure.reason), sqlState: failure.sqlState)
+  }
+
+  private static func describing(
+    _ error: any Error, configuration: PostgresClient.Configuration?
+  ) -> ConnectionFailure? {
+    if let tls = TLSFailure(error, configuration: configuration) {
+      return ConnectionFailure(reason: tls.reason)
+    }
+    return describing(error)
   }
 
   private static func describing(_ error: any Error) -> ConnectionFailure? {

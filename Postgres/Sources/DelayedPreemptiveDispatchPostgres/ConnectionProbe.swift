@@ -134,7 +134,8 @@ actor ConnectionProbe {
       try? await connection.close()
       return nil
     } catch {
-      return ConnectionFailure(connecting: error, password: configuration.password)
+      return ConnectionFailure(
+        connecting: error, password: configuration.password, configuration: configuration)
     }
   }
 }

@@ -69,6 +69,13 @@ extension PostgresDelayedPreemptiveQueue {
     }
   }
 
+  /// What went wrong on a connection the queue holds outside ``database(_:key:timeout:_:)`` (the
+  /// worker's LISTEN), as the package's typed error: the server's message and SQLSTATE where it
+  /// gave them, never the driver's generic description.
+  func failure(of operation: String, _ error: any Error) -> any Error {
+    CallFailure(operation: operation, key: nil, endpoint: endpoint).wrapping(error, sent: false)
+  }
+
   /// The error of a call that was given up before it was sent.
   func notSent(_ reason: String) -> PostgresDelayedPreemptiveQueueError {
     .databaseUnreachable(host: endpoint.host, port: endpoint.port, reason: reason)

@@ -1,21 +1,13 @@
 import ServiceLifecycle
 
-/// Runs a queue's worker as a swift-service-lifecycle `Service`: works until graceful shutdown,
-/// then claims nothing more and lets running handlers finish.
+/// Runs a queue's worker as a swift-service-lifecycle `Service`: prepares the schema, works until
+/// graceful shutdown, then claims nothing more and lets running handlers finish.
 ///
-/// ``run()`` is ``PostgresDelayedPreemptiveQueue/run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)``
-/// until the service group shuts down gracefully (on SIGTERM, say) or is cancelled. Then the
-/// worker claims no more bursts, waits for the handlers in flight (they are not cancelled; a
-/// handler that wants to stop early can itself await `gracefulShutdown()`), records their ends,
-/// and returns. Bursts that are due meanwhile stay pending for the next worker. It survives
-/// database outages as `run` does, and throws only what `run` throws: what retrying cannot
-/// heal.
-///
-/// Put the `PostgresClient` before the worker in the group: a group shuts its services down in
-/// reverse order, so the client keeps its connections until the handlers have finished.
+/// A `ServiceGroup` of the client and the worker is all a service needs, against a database
+/// that is fresh, unmigrated or out of reach at start:
 ///
 /// ```swift
-/// let client = PostgresClient(configuration: configuration)
+/// let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 /// let reindex = PostgresDelayedPreemptiveQueue<Edit>(
 ///   client: client, configuration: configuration, name: "reindex", logger: logger)
 /// let worker = PostgresBurstWorker(queue: reindex, concurrency: 8) { run in
@@ -26,8 +18,24 @@ import ServiceLifecycle
 /// try await group.run()
 /// ```
 ///
-/// The queue must be migrated (``PostgresDelayedPreemptiveQueue/migrate()``) before the worker
-/// runs; a missing schema makes ``run()`` throw.
+/// Before it claims, ``run()`` waits until the client runs (it leases no connection before, so
+/// postgres-nio has nothing to warn of; a client that does not run within two seconds is logged
+/// as a warning), then migrates the schema (``PostgresDelayedPreemptiveQueue/migrate()``),
+/// retrying while the database cannot be reached, as a worker retries its claims. A role that
+/// may not migrate (SQLSTATE `42501`) waits instead until a role that may has migrated the
+/// schema to this package's version (it reads `dpd_schema` for that; a role that may not read
+/// it either claims at once). Then it is
+/// ``PostgresDelayedPreemptiveQueue/run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)``
+/// until the service group shuts down gracefully (on SIGTERM, say) or is cancelled: the worker
+/// claims no more bursts, waits for the handlers in flight (they are not cancelled; a handler
+/// that wants to stop early can itself await `gracefulShutdown()`), records their ends, and
+/// returns. Bursts that are due meanwhile stay pending for the next worker. It survives database
+/// outages as `run` does, and throws only what retrying cannot heal.
+/// `PostgresWorkerStartTests` holds each step against a fresh database, one that is down at
+/// start, and a role that may not migrate.
+///
+/// Put the `PostgresClient` before the worker in the group: a group shuts its services down in
+/// reverse order, so the client keeps its connections until the handlers have finished.
 public struct PostgresBurstWorker<Value: Codable & Sendable>: Service {
   /// The queue whose bursts the worker runs.
   public let queue: PostgresDelayedPreemptiveQueue<Value>
@@ -52,19 +60,27 @@ public struct PostgresBurstWorker<Value: Codable & Sendable>: Service {
     self.handler = handler
   }
 
-  /// Works until graceful shutdown or cancellation, then claims nothing more, lets the running
-  /// handlers finish, and returns. Outside a `ServiceGroup` only cancellation ends it.
+  /// Prepares the schema (see ``PostgresBurstWorker``), then works until graceful shutdown or
+  /// cancellation, claims nothing more, lets the running handlers finish, and returns. Outside a
+  /// `ServiceGroup` only cancellation ends it; a shutdown while it prepares ends it at once.
   ///
-  /// Throws what ``PostgresDelayedPreemptiveQueue/run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)``
-  /// throws, after the handlers in flight have finished: a
-  /// ``PostgresDelayedPreemptiveQueueError`` that retrying cannot heal (`newerSchema`, or
-  /// `databaseError` for a schema that was never migrated, a missing permission, failed
-  /// authentication or an unknown database). Outages never end it.
+  /// Throws, after the handlers in flight have finished, a
+  /// ``PostgresDelayedPreemptiveQueueError`` that retrying cannot heal: `newerSchema`, or
+  /// `databaseError` for a refusal of the migration other than a missing permission, or what
+  /// ``PostgresDelayedPreemptiveQueue/run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)``
+  /// throws. Outages never end it, and neither does a connection refused for its password or
+  /// database name: it retries those and logs the server's reason, so that an operator can fix
+  /// them while it waits.
   public func run() async throws {
     let queue = queue
     let concurrency = concurrency
     let handler = handler
     try await cancelWhenGracefulShutdown {
+      do {
+        try await queue.prepareForWork()
+      } catch is CancellationError {
+        return
+      }
       try await queue.run(concurrency: concurrency, handler: handler)
     }
   }

@@ -106,4 +106,64 @@ extension PostgresDelayedPreemptiveQueue {
       return bursts
     }
   }
+
+  /// The kept failures with their values as stored (PostgreSQL's `jsonb` text), by key, whatever
+  /// `Value` is: ``failures()`` decodes these, and the operator's tool shows them as they are,
+  /// for a queue of any `Value` type, also values that no longer decode.
+  ///
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`.
+  package func storedFailures() async throws -> [StoredFailure] {
+    let name = name
+    let logger = logger
+    return try await database("failures") { connection in
+      var failures: [StoredFailure] = []
+      let query: PostgresQuery = """
+        SELECT key, value::text, attempts, coalesce(last_error, '') FROM dpd_bursts
+        WHERE name = \(name) AND failed ORDER BY key
+        """
+      for try await row in try await connection.query(query, logger: logger) {
+        let (key, json, attempts, lastError) = try row.decode((String, String, Int, String).self)
+        failures.append(
+          StoredFailure(key: key, json: json, attempts: attempts, lastError: lastError))
+      }
+      return failures
+    }
+  }
+
+  /// Every queue name that has rows in the database (waiting, running or failed bursts), with
+  /// how many, at most `limit` names: for the operator's tool, to say which names are in use when
+  /// the one it was given has no rows.
+  ///
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError` (SQLSTATE `42P01` when no
+  /// queue was ever migrated in this database).
+  package func namesInUse(limit: Int = 20) async throws -> [StoredQueueName] {
+    let logger = logger
+    return try await database("namesInUse") { connection in
+      var names: [StoredQueueName] = []
+      let query: PostgresQuery = """
+        SELECT name, count(*) FROM dpd_bursts GROUP BY name ORDER BY name LIMIT \(limit)
+        """
+      for try await row in try await connection.query(query, logger: logger) {
+        let (name, rows) = try row.decode((String, Int).self)
+        names.append(StoredQueueName(name: name, rows: rows))
+      }
+      return names
+    }
+  }
+}
+
+/// A kept failure as ``PostgresDelayedPreemptiveQueue/storedFailures()`` reads it: its value is
+/// the stored JSON, not decoded.
+package struct StoredFailure: Sendable, Hashable {
+  package var key: String
+  /// The stored value, as PostgreSQL's `jsonb` text.
+  package var json: String
+  package var attempts: Int
+  package var lastError: String
+}
+
+/// A queue name with rows in the database, and how many.
+package struct StoredQueueName: Sendable, Hashable {
+  package var name: String
+  package var rows: Int
 }

@@ -29,8 +29,9 @@ import PostgresNIO
 /// ```
 ///
 /// All instants come from the database's clock (`clock_timestamp()`), so replicas with skewed
-/// clocks agree on every deadline. The client must be running (`client.run()`) for any call to
-/// complete.
+/// clocks agree on every deadline. The client must be running for any call to complete: put it
+/// in the service's `ServiceGroup`, where a ``PostgresBurstWorker`` also migrates the schema
+/// (<doc:GettingStarted>).
 public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendable {
   let client: PostgresClient
   let endpoint: Endpoint
@@ -359,23 +360,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// when the calling task is cancelled before the call was sent; and `valueNotDecodable` for
   /// a kept value that no longer decodes as `Value`.
   public func failures() async throws -> [PostgresBurstFailure<Value>] {
-    let name = name
-    let logger = logger
-    let rows = try await database("failures") { connection in
-      var rows: [(String, String, Int, String)] = []
-      let query: PostgresQuery = """
-        SELECT key, value::text, attempts, coalesce(last_error, '') FROM dpd_bursts
-        WHERE name = \(name) AND failed ORDER BY key
-        """
-      for try await row in try await connection.query(query, logger: logger) {
-        rows.append(try row.decode((String, String, Int, String).self))
-      }
-      return rows
-    }
-    return try rows.map { key, json, attempts, lastError in
+    try await storedFailures().map { stored in
       PostgresBurstFailure(
-        key: key, value: try ValueCodec.decode(Value.self, from: json, key: key),
-        attempts: attempts, lastError: lastError)
+        key: stored.key,
+        value: try ValueCodec.decode(Value.self, from: stored.json, key: stored.key),
+        attempts: stored.attempts, lastError: stored.lastError)
     }
   }
 

@@ -10,15 +10,25 @@ import PostgresNIO
 /// | `sslmode`     | TLS                                                                 |
 /// |---------------|---------------------------------------------------------------------|
 /// | (not given)   | none: this package's default, unlike libpq's `prefer`               |
-/// | `disable`     | none                                                                |
+/// | `disable`     | none; `sslrootcert` is ignored, as by libpq                         |
 /// | `prefer`      | TLS if the server offers it, else plain; the certificate is not checked |
-/// | `require`     | TLS or no connection; the certificate is not checked                |
+/// | `require`     | TLS or no connection; the chain is checked only with `sslrootcert`  |
 /// | `verify-ca`   | TLS; the certificate chain is checked, the host name is not         |
 /// | `verify-full` | TLS; the certificate chain and the host name are checked            |
 ///
 /// `sslrootcert=PATH` names a PEM file of the certificate authorities to trust instead of the
-/// system's. As in libpq, giving it makes `prefer` and `require` check the chain too; with TLS off
-/// it is an error rather than ignored. libpq's default `~/.postgresql/root.crt` is not read.
+/// system's. As in libpq, giving it makes `require` check the chain too. Where this package
+/// differs from libpq, it is to be safer, and the tests hold it against libpq itself
+/// (`PostgresTLSTests.everySSLModeConnectsAsLibpqDoes`):
+///
+/// - `prefer` never checks the certificate. libpq's `prefer` checks it against `sslrootcert`
+///   and, when the check fails, connects again without TLS; here the connection stays
+///   encrypted. Both connect in the same cases.
+/// - `sslrootcert` without `sslmode` is an error: libpq would use `prefer`, this package's
+///   default is no TLS, and either reading would surprise someone.
+/// - An `sslrootcert` that `require`, `verify-ca` or `verify-full` cannot read is an error;
+///   libpq's `require` would skip the check. libpq's default `~/.postgresql/root.crt` is not
+///   read: without `sslrootcert`, the system's certificate authorities are trusted.
 ///
 /// Any other parameter, or another `sslmode` value (libpq's `allow` included), is an error, so that
 /// a setting that looks honoured is honoured.
@@ -56,7 +66,8 @@ public enum PostgresURL {
   /// Parses `url` into a client configuration with the TLS mode its `sslmode` names.
   ///
   /// Throws ``InvalidURL`` when the URL does not parse, names an unknown parameter or `sslmode`,
-  /// or names an `sslrootcert` file that holds no readable PEM certificate.
+  /// gives `sslrootcert` without `sslmode`, or names an `sslrootcert` file that holds no readable
+  /// PEM certificate for a mode that checks certificates.
   public static func configuration(_ url: String) throws -> PostgresClient.Configuration {
     let parts: URLParts
     do {
@@ -64,8 +75,9 @@ public enum PostgresURL {
     } catch {
       throw InvalidURL(url: url, reason: error.reason)
     }
+    let sslMode = parts.sslMode ?? .disable
     var trustRoots: NIOSSLTrustRoots?
-    if let path = parts.sslRootCert {
+    if let path = parts.sslRootCert, sslMode.usesRootCertificates {
       let certificates: [NIOSSLCertificate]
       do {
         certificates = try NIOSSLCertificate.fromPEMFile(path)
@@ -80,6 +92,6 @@ public enum PostgresURL {
     }
     return PostgresClient.Configuration(
       host: parts.host, port: parts.port, username: parts.user, password: parts.password,
-      database: parts.database, tls: (parts.sslMode ?? .disable).tls(trustRoots: trustRoots))
+      database: parts.database, tls: sslMode.tls(trustRoots: trustRoots))
   }
 }

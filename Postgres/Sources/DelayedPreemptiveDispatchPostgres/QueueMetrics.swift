@@ -4,16 +4,24 @@ import Metrics
 /// Every metric has the dimension `queue` (the queue's name); runs also have `outcome`. None has
 /// the key: a service with 10⁶ keys would flood its metrics backend.
 ///
-/// | label | kind | what |
-/// |---|---|---|
-/// | `dpd.postgres.submissions` | counter | `delay` calls stored |
-/// | `dpd.postgres.runs` | counter, `outcome` | ends of runs: `succeeded`, `retried`, `failed` (kept in `failures()`, or dropped), `lease_lost`, `unconfirmed` (an attempt to record the end lost its answer, and the retry found the end recorded or the burst taken over) |
-/// | `dpd.postgres.defects` | counter, `statement` | statements of a worker that the database refused for their data (SQLSTATE classes 22, 23, 54, XX, and any error that is neither an outage nor a conflict): a defect of this package, logged at error level; the run's burst runs again once its lease runs out |
-/// | `dpd.postgres.takeovers` | counter | claims of a burst whose lease had run out on another worker |
-/// | `dpd.postgres.lateness` | timer | from a burst's deadline to its handler's start |
-/// | `dpd.postgres.run.duration` | timer | the handler's run time |
-/// | `dpd.postgres.pending` | gauge | bursts not finished, sampled by each worker |
-/// | `dpd.postgres.overdue.age` | gauge | seconds since the deadline of the oldest due burst not yet claimed (0: none) |
+/// Each is counted in the process that does what it counts: the one that calls `delay` for
+/// submissions, the worker that runs a burst for runs, defects, takeovers and the timers. So a
+/// replica that only runs workers reports no submissions, and one that only submits reports no
+/// runs: sum them over the replicas. The gauges are read from the database by every running
+/// worker, so each replica that runs one reports the same queue-wide value.
+///
+/// | label | kind | what | when, and where |
+/// |---|---|---|---|
+/// | `dpd.postgres.submissions` | counter | `delay` calls stored | when a `delay` returns, in the process that called it |
+/// | `dpd.postgres.runs` | counter, `outcome` | ends of runs: `succeeded`, `retried`, `failed` (kept in `failures()`, or dropped), `lease_lost`, `unconfirmed` (an attempt to record the end lost its answer, and the retry found the end recorded or the burst taken over) | when the run's end is recorded (or found lost), in the worker that ran it |
+/// | `dpd.postgres.defects` | counter, `statement` | statements of a worker that the database refused for their data (SQLSTATE classes 22, 23, 54, XX, and any error that is neither an outage nor a conflict): a defect of this package, logged at error level; the run's burst runs again once its lease runs out | when refused, in the worker that sent it |
+/// | `dpd.postgres.takeovers` | counter | claims of a burst whose lease had run out on another worker | at the claim, in the worker that took it over |
+/// | `dpd.postgres.lateness` | timer | from a burst's deadline to its handler's start | at the handler's start, in the worker that runs it |
+/// | `dpd.postgres.run.duration` | timer | the handler's run time | when the handler returns, in the worker that runs it |
+/// | `dpd.postgres.pending` | gauge | bursts not finished, queue-wide | sampled by every running worker when it starts, soon after each of its own runs ends (at most five times a second), and at least every five seconds |
+/// | `dpd.postgres.overdue.age` | gauge | seconds since the deadline of the oldest due burst not yet claimed (0: none), queue-wide | sampled with `pending` |
+///
+/// `PostgresObservabilityTests.pendingGaugeFollowsTheWorkersOwnRuns` holds the gauge's refresh.
 struct QueueMetrics: Sendable {
   let submissions: Counter
   let succeeded: Counter

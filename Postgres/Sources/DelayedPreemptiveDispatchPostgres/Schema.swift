@@ -26,6 +26,10 @@ enum Schema {
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
 
+  /// The installed version: one row, or none while the first migration has not committed.
+  /// Refused with `42P01` when no queue was ever migrated in the database.
+  static let installedVersion = PostgresQuery(unsafeSQL: "SELECT version FROM dpd_schema")
+
   /// One statement (a DO block runs in one transaction) so that it needs no explicit
   /// transaction; the advisory lock makes concurrent migrations from many replicas wait for the
   /// first one instead of racing on `CREATE TABLE IF NOT EXISTS`.

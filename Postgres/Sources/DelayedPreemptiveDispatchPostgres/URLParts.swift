@@ -71,7 +71,8 @@ struct URLParts {
   }
 
   /// Reads `sslmode` and `sslrootcert` from the query; throws for anything else, and for an
-  /// `sslrootcert` that would go unused.
+  /// `sslrootcert` without an `sslmode` (this package's default, `disable`, differs from libpq's,
+  /// `prefer`, so that such a URL means something else to each).
   private mutating func readParameters(_ query: Substring) throws(Problem) {
     var seen: Set<Substring> = []
     for pair in query.split(separator: "&") {
@@ -96,8 +97,11 @@ struct URLParts {
         sslRootCert = value
       }
     }
-    if sslRootCert != nil, (sslMode ?? .disable) == .disable {
-      throw Problem(reason: "sslrootcert is given but TLS is off (sslmode is disable or not given)")
+    if sslRootCert != nil, sslMode == nil {
+      throw Problem(
+        reason: "sslrootcert is given without sslmode: add sslmode=verify-full (or verify-ca, "
+          + "require) to check the server's certificate with it; without sslmode this package "
+          + "uses no TLS, where libpq would use prefer")
     }
   }
 }

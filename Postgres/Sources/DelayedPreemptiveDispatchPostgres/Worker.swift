@@ -13,6 +13,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   let owner: String
   let completions: CompletionBatcher<Value>
   let leases = LeaseBook()
+  /// Rung when a run's end is recorded: the pending gauge is sampled again.
+  let runEnded = Doorbell()
   let logger: Logger
 
   init(
@@ -214,6 +216,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     }
     await record(result, of: burst)
     leases.remove(burst.claim)
+    await runEnded.ring()
   }
 
   /// Records the end of a run, retrying while the database cannot be reached. The database
@@ -375,8 +378,11 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     }
   }
 
-  /// Samples `dpd.postgres.pending` and `dpd.postgres.overdue.age` every five seconds.
+  /// Samples `dpd.postgres.pending` and `dpd.postgres.overdue.age` when the worker starts, soon
+  /// after its own runs end (at most five times a second, so that a busy worker does not count
+  /// the queue's rows for each run), and at least every five seconds.
   private func sampleGauges() async {
+    let spacing = Duration.milliseconds(200)
     while !Task.isCancelled {
       do {
         let (pending, overdue) = try await queue.gauges()
@@ -386,10 +392,11 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         logger.debug("could not sample the gauges: \(error)")
       }
       do {
-        try await Task.sleep(for: .seconds(5))
+        try await Task.sleep(for: spacing)
       } catch {
         return
       }
+      await runEnded.wait(timeout: .seconds(5) - spacing)
     }
   }
 
@@ -410,7 +417,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         }
       } catch {
         if Task.isCancelled { return }
-        let wait = outage.failed(error, defects: queue.metrics)
+        let wait = outage.failed(queue.failure(of: "listen", error), defects: queue.metrics)
         do {
           try await Task.sleep(for: max(wait, queue.safetyPoll))
         } catch {

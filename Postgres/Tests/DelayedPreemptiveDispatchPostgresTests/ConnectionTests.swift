@@ -67,17 +67,13 @@ import Testing
     #expect(configuration.database == "orders")
   }
 
-  @Test(arguments: ["verify-ca", "verify-full", "require", "prefer"])
+  @Test(arguments: ["verify-ca", "verify-full", "require"])
   func sslRootCertReplacesTheTrustedAuthoritiesAndChecksTheChain(mode: String) throws {
     let path = try Self.writeCertificateAuthority()
     defer { try? FileManager.default.removeItem(atPath: path) }
     let configuration = try PostgresURL.configuration(
       Self.base + "?sslmode=\(mode)&sslrootcert=\(path)")
-    let tls: TLSConfiguration
-    switch configuration.tls.mode {
-    case .require(let configuration) where mode != "prefer": tls = configuration
-    case .prefer(let configuration) where mode == "prefer": tls = configuration
-    default:
+    guard case .require(let tls) = configuration.tls.mode else {
       Issue.record("sslmode=\(mode) with sslrootcert gives an unexpected TLS mode")
       return
     }
@@ -85,6 +81,24 @@ import Testing
     let verification: CertificateVerification =
       mode == "verify-full" ? .fullVerification : .noHostnameVerification
     #expect(tls.certificateVerification == verification)
+  }
+
+  /// libpq ignores `sslrootcert` with `disable`; its `prefer` would check the certificate and
+  /// fall back to a plain connection when the check fails, where this one keeps TLS unchecked.
+  /// Neither reads the file, so an unreadable one is no error.
+  @Test func disableAndPreferIgnoreSSLRootCert() throws {
+    let missing = "/nonexistent/dpd-\(UUID().uuidString).pem"
+    let disabled = try PostgresURL.configuration(
+      Self.base + "?sslmode=disable&sslrootcert=\(missing)")
+    #expect(TLS(disabled.tls) == .disable)
+    let preferred = try PostgresURL.configuration(
+      Self.base + "?sslmode=prefer&sslrootcert=\(missing)")
+    guard case .prefer(let tls) = preferred.tls.mode else {
+      Issue.record("sslmode=prefer gives an unexpected TLS mode")
+      return
+    }
+    #expect(tls.certificateVerification == .none)
+    #expect(tls.trustRoots == .default)
   }
 
   @Test func unreadableSSLRootCertIsAnError() throws {
@@ -110,8 +124,7 @@ import Testing
     ("?sslmode=require&sslmode=disable", "\"sslmode\" is given twice"),
     ("?sslmode", "\"sslmode\" has no value"),
     ("?sslmode=%zz", "malformed %-escape"),
-    ("?sslrootcert=/etc/ca.pem", "sslrootcert is given but TLS is off"),
-    ("?sslmode=disable&sslrootcert=/etc/ca.pem", "sslrootcert is given but TLS is off"),
+    ("?sslrootcert=/etc/ca.pem", "sslrootcert is given without sslmode"),
   ])
   func unsupportedParameterIsAnError(query: String, reason: String) throws {
     let error = try #require(throws: PostgresURL.InvalidURL.self) {

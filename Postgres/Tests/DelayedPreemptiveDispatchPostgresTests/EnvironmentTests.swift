@@ -18,4 +18,11 @@ import Testing
     #expect(
       FaultServer.isConfigured, "CI is set but the fault server is not: \(FaultServer.skipReason)")
   }
+
+  @Test func tlsServerIsConfiguredWheneverCIRuns() {
+    let ci = ProcessInfo.processInfo.environment["CI"] ?? ""
+    guard !ci.isEmpty, ci != "false" else { return }
+    #expect(
+      TLSServer.isConfigured, "CI is set but the TLS server is not: \(TLSServer.skipReason)")
+  }
 }

@@ -15,20 +15,29 @@ enum FaultServer {
     /tmp/dpd-fault.state scripts/postgres.sh start)
     """
 
-  /// `scripts/postgres.sh`, found from this file's place in the repository.
-  static var script: URL {
+  /// Runs `scripts/postgres.sh command` on the fault server (`restart`, `freeze`, `thaw`).
+  static func control(_ command: String) async throws {
+    try await PostgresScript.run([command], state: state)
+  }
+}
+
+/// `scripts/postgres.sh`, which starts and controls the test servers.
+enum PostgresScript {
+  /// The script, found from this file's place in the repository.
+  static var path: URL {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent()
       .appendingPathComponent("scripts/postgres.sh")
   }
 
-  /// Runs `scripts/postgres.sh command` on the fault server (`restart`, `freeze`, `thaw`).
+  /// Runs `scripts/postgres.sh arguments…` on the server of the state file `state`, and expects
+  /// it to succeed.
   ///
   /// Spawned and reaped with `posix_spawn` and `waitpid` rather than `Process`: `pg_ctl
   /// restart` leaves the new postmaster running, and `Process` was seen never to notice the
   /// script's exit then.
-  static func control(_ command: String) async throws {
-    let arguments = ["/bin/bash", script.path, command]
+  static func run(_ arguments: [String], state: String) async throws {
+    let arguments = ["/bin/bash", path.path] + arguments
     var environment = ProcessInfo.processInfo.environment
     environment["DPD_POSTGRES_STATE"] = state
     let status = try await Task.detached { () -> Int32 in
@@ -45,6 +54,7 @@ enum FaultServer {
       while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
       return status
     }.value
-    #expect(status == 0, "scripts/postgres.sh \(command) failed with status \(status)")
+    #expect(
+      status == 0, "scripts/postgres.sh \(arguments.dropFirst(2)) failed with status \(status)")
   }
 }

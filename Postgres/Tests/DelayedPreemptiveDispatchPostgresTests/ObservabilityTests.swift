@@ -108,6 +108,38 @@ struct PostgresObservabilityTests {
     }
   }
 
+  /// The pending gauge follows the worker's own runs: sampled 5 when the worker starts (five
+  /// bursts due a little later), it reads 0 soon after the last of them has ended, not only at
+  /// the next five-second sample.
+  @Test func pendingGaugeFollowsTheWorkersOwnRuns() async throws {
+    let metrics = TestMetrics()
+    try await TestDatabase.withClient { client, configuration in
+      var configured = PostgresDelayedPreemptiveQueue<String>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName("pending"),
+        metricsFactory: metrics)
+      configured.safetyPoll = .milliseconds(200)
+      let queue = configured
+      try await queue.migrate()
+      for index in 1...5 {
+        try await queue.delay("k\(index)", for: .milliseconds(1500), value: "v")
+      }
+      let dimensions = [("queue", queue.name)]
+      @Sendable func pending() -> [Double] {
+        (try? metrics.expectGauge("dpd.postgres.pending", dimensions).values) ?? []
+      }
+      try await queue.withWorker(handler: { _, _ in }) { () async throws in
+        #expect(try await TestDatabase.eventually { pending().first == 5 }, "\(pending())")
+        #expect(try await queue.drains(within: .seconds(30)))
+        let drained = ContinuousClock.now
+        #expect(try await TestDatabase.eventually { pending().last == 0 }, "\(pending())")
+        let late = ContinuousClock.now - drained
+        // The five-second sample would come at least 3.5 s after the drain; a refresh after the
+        // runs comes within a query's time of 200 ms. A loaded machine gets a wide margin.
+        #expect(late < .seconds(2), "the gauge read 0 only \(late) after the drain: \(pending())")
+      }
+    }
+  }
+
   @Test func lostLeaseLogsAWarningWithTheQueueNameAndTheKeyOnlyAtDebug() async throws {
     let logs = LogCollector()
     let known = try await Self.knownRuns(logger: logs.logger())

@@ -65,6 +65,32 @@ enum TestDatabase {
     }
   }
 
+  /// Runs `body` with the URL of a database of its own, made for it on the server of `url` and
+  /// dropped afterwards: never migrated, so that a test can start from nothing.
+  @discardableResult
+  static func withFreshDatabase<Result: Sendable>(
+    on url: String = url, _ body: @Sendable (String) async throws -> Result
+  ) async throws -> Result {
+    let database = "dpd_fresh_\(UUID().uuidString.prefix(8).lowercased())"
+    try await administer("CREATE DATABASE \(database)", on: url)
+    let freshURL = String(url[..<(url.lastIndex(of: "/") ?? url.endIndex)]) + "/" + database
+    do {
+      let result = try await body(freshURL)
+      try await administer("DROP DATABASE \(database) WITH (FORCE)", on: url)
+      return result
+    } catch {
+      try? await administer("DROP DATABASE \(database) WITH (FORCE)", on: url)
+      throw error
+    }
+  }
+
+  /// Runs one statement as the superuser of the server of `url` (the test servers trust it).
+  static func administer(_ sql: String, on url: String = url) async throws {
+    try await withClient(url: url) { client, _ in
+      try await client.query(PostgresQuery(unsafeSQL: sql))
+    }
+  }
+
   /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
   static func eventually(
     within timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),

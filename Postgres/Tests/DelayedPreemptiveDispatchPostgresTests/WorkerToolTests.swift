@@ -11,13 +11,16 @@ final class ToolProcess: Sendable {
   let outputFile: URL
   let errorFile: URL
 
-  /// Starts the tool with `arguments`, on the database `url`.
-  init(_ arguments: [String], url: String = TestDatabase.url) throws {
+  /// Starts `executable` (the tool, by default) with `arguments`, on the database `url`, with
+  /// `environment` added to this process's.
+  init(
+    _ arguments: [String], url: String = TestDatabase.url, environment: [String: String] = [:],
+    executable: String = "dpd-postgres-worker"
+  ) throws {
     process = Process()
-    process.executableURL = WorkerProcess.productsDirectory.appendingPathComponent(
-      "dpd-postgres-worker")
+    process.executableURL = WorkerProcess.productsDirectory.appendingPathComponent(executable)
     process.arguments = arguments
-    process.environment = WorkerProcess.environment(url: url)
+    process.environment = WorkerProcess.environment(url: url).merging(environment) { $1 }
     let directory = FileManager.default.temporaryDirectory
     outputFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).out")
     errorFile = directory.appendingPathComponent("dpd-tool-\(UUID().uuidString).err")
@@ -70,9 +73,10 @@ struct ToolRun: Sendable {
   var errors: String
 
   static func run(
-    _ arguments: [String], url: String = TestDatabase.url, timeout: Duration = .seconds(60)
+    _ arguments: [String], url: String = TestDatabase.url, timeout: Duration = .seconds(60),
+    executable: String = "dpd-postgres-worker"
   ) async throws -> ToolRun {
-    let tool = try ToolProcess(arguments, url: url)
+    let tool = try ToolProcess(arguments, url: url, executable: executable)
     let status = try await tool.waitForExit(timeout: timeout)
     return ToolRun(status: status, output: tool.output, errors: tool.errors)
   }
@@ -80,29 +84,55 @@ struct ToolRun: Sendable {
 
 /// The tool without a server: help, and bad input.
 @Suite struct PostgresWorkerToolHelpTests {
-  @Test func helpExitsZeroAndNamesTheSubcommands() async throws {
+  @Test func helpNamesTheSubcommandsAndWhereTheURLAndTheNameComeFrom() async throws {
     let help = try await ToolRun.run(["--help"])
     #expect(help.status == 0, "\(help.errors)")
-    for subcommand in ["run", "state", "retry", "discard"] {
+    for subcommand in ["state", "retry", "discard"] {
       #expect(help.output.contains(subcommand), "\(help.output)")
     }
-    let runHelp = try await ToolRun.run(["run", "--help"])
-    #expect(runHelp.status == 0)
-    for option in ["--name", "--concurrency", "--lease-seconds", "--log-level", "--url"] {
-      #expect(runHelp.output.contains(option), "\(runHelp.output)")
+    #expect(!help.output.contains("run  "), "the demo worker left the tool: \(help.output)")
+    // Both defaults, said where the subcommands are listed (the help wraps its lines).
+    let words = help.output.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    #expect(words.contains("--url, default the environment variable DPD_POSTGRES_URL"))
+    #expect(words.contains("--name, default the environment variable DPD_POSTGRES_QUEUE"))
+    let stateHelp = try await ToolRun.run(["state", "--help"])
+    #expect(stateHelp.status == 0)
+    for option in ["--name", "--log-level", "--url", "DPD_POSTGRES_QUEUE"] {
+      #expect(stateHelp.output.contains(option), "\(stateHelp.output)")
     }
   }
 
-  @Test func aURLThatDoesNotParseIsNotEchoedWithItsPassword() async throws {
-    let run = try await ToolRun.run(["state"], url: "postgres://u:s3cret@host:notaport/x")
+  @Test func aMissingNameSaysHowToGiveIt() async throws {
+    let run = try await ToolRun.run(["state"], url: "postgres://u@127.0.0.1:1/x")
     #expect(run.status != 0)
-    #expect(run.errors.contains("DPD_POSTGRES_URL is not a PostgreSQL URL"), "\(run.errors)")
+    #expect(run.errors.contains("--name NAME, or set DPD_POSTGRES_QUEUE"), "\(run.errors)")
+  }
+
+  @Test func aURLThatDoesNotParseSaysWhyAndIsNotEchoedWithItsPassword() async throws {
+    let run = try await ToolRun.run(
+      ["state", "--name", "q"], url: "postgres://u:s3cret@host:notaport/x")
+    #expect(run.status != 0)
+    #expect(
+      run.errors.contains(
+        "DPD_POSTGRES_URL is not a usable PostgreSQL URL: the port is not a number in 1...65535"),
+      "\(run.errors)")
+    #expect(!(run.output + run.errors).contains("s3cret"))
+  }
+
+  /// The tool says what `PostgresURL` says, not only that the URL is wrong.
+  @Test func aURLWithAnUnknownSSLModeSaysWhichValue() async throws {
+    let run = try await ToolRun.run(
+      ["state", "--name", "q", "--url", "postgres://u:s3cret@db/x?sslmode=verify_full"])
+    #expect(run.status != 0)
+    #expect(run.errors.contains("--url is not a usable PostgreSQL URL"), "\(run.errors)")
+    #expect(run.errors.contains("sslmode \"verify_full\" is unknown"), "\(run.errors)")
     #expect(!(run.output + run.errors).contains("s3cret"))
   }
 
   @Test func anUnreachableDatabaseFailsWithExitOneAndNoPassword() async throws {
     let run = try await ToolRun.run(
-      ["retry", "k"], url: "postgres://u:s3cret@127.0.0.1:1/x", timeout: .seconds(60))
+      ["retry", "k", "--name", "q"], url: "postgres://u:s3cret@127.0.0.1:1/x",
+      timeout: .seconds(60))
     #expect(run.status == 1, "\(run.output) \(run.errors)")
     #expect(run.errors.contains("127.0.0.1:1"), "\(run.errors)")
     #expect(!(run.output + run.errors).contains("s3cret"))
@@ -159,7 +189,19 @@ struct PostgresWorkerToolTests {
       #expect(busy.contains("lease left "), "\(busy)")
       #expect(lines.contains("failures: 2"), "\(state.output)")
       #expect(lines.contains("  broken  attempts 1  last error: refused by the test"))
+      #expect(lines.contains("    value: \"b\""), "\(state.output)")
       #expect(lines.contains("  doomed  attempts 1  last error: refused by the test"))
+      #expect(lines.contains("    value: \"d\""), "\(state.output)")
+      #expect(!state.output.contains("no bursts"))
+    }
+  }
+
+  @Test func theQueueNameComesFromTheEnvironmentWhenNotGiven() async throws {
+    try await Self.withQueueInEveryState { queue, _ in
+      let tool = try ToolProcess(
+        ["state"], environment: ["DPD_POSTGRES_QUEUE": queue.name])
+      #expect(try await tool.waitForExit() == 0, "\(tool.errors)")
+      #expect(tool.output.hasPrefix("queue \(queue.name)\npending: 2\n"), "\(tool.output)")
     }
   }
 
@@ -186,22 +228,110 @@ struct PostgresWorkerToolTests {
     }
   }
 
-  @Test func runWorksUntilSIGTERMThenStopsAndExitsZero() async throws {
-    try await TestDatabase.withQueue("tool-run") { queue, _ in
-      let tool = try ToolProcess(
-        ["run", "--name", queue.name, "--concurrency", "2", "--log-level", "debug"])
-      #expect(try await TestDatabase.eventually(within: .seconds(60)) { tool.output == "ready\n" })
-      try await queue.delay("k", for: .zero, value: "hello")
+  /// A service's value: a `Codable` struct, not a `String`.
+  struct Edit: Codable, Sendable, Equatable {
+    var document: Int
+    var text: String
+    var tags: [String]
+  }
+
+  /// State, retry and discard on a queue of a `Codable` struct with kept failures, one of which
+  /// holds a value stored under another type that no longer decodes: every command works, and
+  /// `state` shows each value as the JSON that is stored.
+  @Test func everyCommandWorksOnAQueueOfACodableStructWithKeptFailures() async throws {
+    try await TestDatabase.withClient { client, configuration in
+      var configured = PostgresDelayedPreemptiveQueue<Edit>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName("edits"),
+        maxAttempts: 1)
+      configured.safetyPoll = .milliseconds(200)
+      let queue = configured
+      try await queue.migrate()
+      let edits = [
+        "doc-1": Edit(document: 1, text: "Grüße, \"quoted\"", tags: ["a", "b"]),
+        "doc-2": Edit(document: 2, text: "", tags: []),
+      ]
+      for (key, edit) in edits { try await queue.delay(key, for: .zero, value: edit) }
+      // Stored by an older release whose value was a String.
+      let older = PostgresDelayedPreemptiveQueue<String>(
+        client: client, configuration: configuration, name: queue.name)
+      try await older.delay("legacy", for: .zero, value: "a plain string")
+      try await queue.withWorker(handler: { _, _ in throw Refused() }) { () async throws in
+        #expect(
+          try await TestDatabase.eventually {
+            try await queue.storedFailures().count == 3
+          })
+      }
+      // The service's own call cannot decode the legacy value; the tool shows it all the same.
+      await #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
+        try await queue.failures()
+      }
+
+      let state = try await ToolRun.run(["state", "--name", queue.name])
+      #expect(state.status == 0, "\(state.errors)")
+      let lines = state.output.split(separator: "\n").map(String.init)
+      #expect(lines.contains("failures: 3"), "\(state.output)")
+      for key in ["doc-1", "doc-2", "legacy"] {
+        let index = try #require(lines.firstIndex { $0.hasPrefix("  \(key)  attempts 1") })
+        let value = try #require(lines.dropFirst(index + 1).first)
+        #expect(value.hasPrefix("    value: "), "\(state.output)")
+        let json = Data(value.dropFirst("    value: ".count).utf8)
+        if let edit = edits[key] {
+          #expect(try JSONDecoder().decode(Edit.self, from: json) == edit, "\(value)")
+        } else {
+          #expect(try JSONDecoder().decode(String.self, from: json) == "a plain string")
+        }
+      }
       #expect(
-        try await TestDatabase.eventually {
-          tool.output.contains("ran k = hello (attempt 1, fence ")
-        }, "\(tool.output) \(tool.errors)")
-      #expect(try await queue.drains(within: .seconds(10)))
-      tool.signal(SIGTERM)
-      #expect(try await tool.waitForExit() == 0, "\(tool.errors)")
-      #expect(tool.output.hasSuffix("stopped\n"), "\(tool.output)")
-      #expect(tool.errors.contains("worker started"), "\(tool.errors)")
-      #expect(tool.errors.contains("worker stopped"), "\(tool.errors)")
+        lines.contains(
+          #"    value: {"tags": ["a", "b"], "text": "Grüße, \"quoted\"", "document": 1}"#))
+
+      let retry = try await ToolRun.run(["retry", "legacy", "--name", queue.name])
+      #expect(retry.output == "retried legacy: it runs again now\n", "\(retry.errors)")
+      #expect(try await queue.isPending("legacy"))
+      let discard = try await ToolRun.run(["discard", "doc-2", "--name", queue.name])
+      #expect(discard.output == "discarded doc-2\n", "\(discard.errors)")
+      #expect(try await queue.storedFailures().map(\.key) == ["doc-1"])
+      #expect(
+        try await queue.failures() == [
+          PostgresBurstFailure(
+            key: "doc-1", value: edits["doc-1"]!, attempts: 1, lastError: "refused by the test")
+        ])
+      #expect(try await queue.cancel("legacy"))
+    }
+  }
+
+  @Test func stateOfANameWithNoBurstsSaysSoAndNamesTheQueuesInUse() async throws {
+    try await TestDatabase.withFreshDatabase { url in
+      try await TestDatabase.withClient(url: url) { client, configuration in
+        let used = PostgresDelayedPreemptiveQueue<String>(
+          client: client, configuration: configuration, name: "reindex")
+        try await used.migrate()
+        let empty = try await ToolRun.run(["state", "--name", "reindex"], url: url)
+        #expect(
+          empty.output.hasSuffix(
+            "no bursts under the name reindex: the queue is idle, or no service uses this name; "
+              + "no queue has bursts in this database now\n"), "\(empty.output) \(empty.errors)")
+        try await used.delay("k", for: .seconds(600), value: "v")
+        try await used.delay("l", for: .seconds(600), value: "w")
+        let state = try await ToolRun.run(["state", "--name", "reindx"], url: url)
+        #expect(state.status == 0, "\(state.errors)")
+        #expect(
+          state.output
+            == "queue reindx\npending: 0\nrunning: 0\nfailures: 0\nno bursts under the name "
+            + "reindx: the queue is idle, or no service uses this name; names with bursts in "
+            + "this database: reindex (2)\n")
+      }
+    }
+  }
+
+  @Test func stateOfADatabaseWhereNoQueueWasEverMigratedSaysSo() async throws {
+    try await TestDatabase.withFreshDatabase { url in
+      let state = try await ToolRun.run(["state", "--name", "reindex"], url: url)
+      #expect(state.status == 0, "\(state.errors)")
+      #expect(
+        state.output
+          == "queue reindex\nno queue was ever used in this database: it has no dpd_bursts "
+          + "table (no migrate() has run there); is --url the service's database?\n")
     }
   }
 }

@@ -9,7 +9,8 @@ import Dispatch
 struct AdapterTiming: Sendable {
   /// The current instant, as an offset on the adapter's time line.
   let now: @Sendable () -> Duration
-  private let queueMaker: @Sendable (String, DelayOptions) -> DelayedPreemptiveDispatchQueue
+  /// Makes the adapter's timer: a queue with no task of its own (each submission brings one).
+  let makeQueue: @Sendable (_ label: String, DelayOptions) -> DelayedPreemptiveDispatchQueue
   /// The clock, when it is a ``SchedulingClock``: it awaits the callbacks a firing causes.
   private var scheduler: (any SchedulingClock)?
 
@@ -17,7 +18,7 @@ struct AdapterTiming: Sendable {
   static var realTime: AdapterTiming {
     AdapterTiming(
       now: { .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds)) },
-      queueMaker: { label, options in
+      makeQueue: { label, options in
         DelayedPreemptiveDispatchQueue(label: label, options: options)
       })
   }
@@ -27,7 +28,7 @@ struct AdapterTiming: Sendable {
     let origin = clock.now
     var timing = AdapterTiming(
       now: { origin.duration(to: clock.now) },
-      queueMaker: { label, options in
+      makeQueue: { label, options in
         DelayedPreemptiveDispatchQueue(label: label, clock: clock, options: options)
       })
     timing.scheduler = clock as? any SchedulingClock
@@ -35,39 +36,14 @@ struct AdapterTiming: Sendable {
   }
 
   /// Runs `body`, the firing of the adapter's timer. On a ``SchedulingClock``, `body` gets a
-  /// ``FiredCallbacks`` to enqueue its callbacks through, and the clock awaits them before it
-  /// moves further; otherwise it gets `nil`.
-  func firing<Result>(_ body: (FiredCallbacks?) -> Result) -> Result {
+  /// ``FiredCallbacks`` to track its callbacks with, and the clock awaits them before it moves
+  /// further; otherwise it gets `nil`.
+  func firing(_ body: (FiredCallbacks?) -> Void) {
     guard let scheduler else { return body(nil) }
     let fired = FiredCallbacks()
-    let result = body(fired)
+    body(fired)
     if !fired.isEmpty {
       scheduler.schedule(after: .zero, tolerance: nil) { await fired.wait() }
     }
-    return result
-  }
-
-  /// Makes the adapter's timer: a queue with no task of its own (each submission brings one).
-  func makeQueue(label: String, options: DelayOptions) -> DelayedPreemptiveDispatchQueue {
-    queueMaker(label, options)
-  }
-}
-
-/// Where an adapter's callbacks run: the queue the user gave, or a serial queue of its own.
-///
-/// Adapters enqueue a callback while they hold their lock, right where the state change is
-/// decided. Enqueueing runs no user code, and it makes the callbacks of a serial queue run in
-/// the order of the state changes they report.
-struct CallbackQueue: Sendable {
-  let queue: DispatchQueue
-
-  init(given: DispatchQueue?, label: String) {
-    queue = given ?? makeSerialQueue(label: label, qos: .unspecified, target: nil)
-  }
-
-  /// Enqueues `callback`; with `fired`, the clock that fired the timer awaits it.
-  func send(_ callback: @escaping @Sendable () -> Void, tracking fired: FiredCallbacks? = nil) {
-    let work: @Sendable () -> Void = fired.map { $0.track(callback) } ?? callback
-    queue.async(execute: work)
   }
 }

@@ -15,9 +15,9 @@ import Dispatch
 ///
 /// - Bound: with `maxWait`, no batch lasts longer than `maxWait` from its first load (plus
 ///   scheduling latency), however dense the loads; a load that races the firing that ends the
-///   batch is counted in it.
-/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``; each load
-///   preempts the pending signal. A pending timer does not keep the signal alive. Releasing
+///   batch is counted in it, and one that races an earlier firing keeps the batch's own bound.
+/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue`` that applies
+///   `maxWait`; each load preempts the pending signal. A pending timer does not keep the signal alive. Releasing
 ///   the signal cancels the timer: no callback follows, and every ``allLoaded()`` waiter is
 ///   resumed with the loads counted so far in the unfinished batch.
 /// - Callbacks: `onAllLoaded` runs on the main actor with `callbackActor: MainActor.shared`, or
@@ -26,16 +26,14 @@ import Dispatch
 ///   run them out of order.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
 ///   callbacks that its timers caused have run. A callback that a method call caused directly is
-///   only enqueued; a serial `callbackQueue` runs it before any later one.
-/// - Thread safety: every method may be called from any thread.
+///   only enqueued (by that call, or by an overlapping one); a serial `callbackQueue` runs it
+///   before any later one.
+/// - Thread safety: every method may be called from any thread. The signal calls its queue, and
+///   enqueues its callbacks, only after its lock and in the order of its changes; when calls
+///   overlap, one of them does so for all. So its clock may call back into it.
 public final class AllResourcesLoadedSignal: Sendable {
-  let batch = LoadBatch()
-  private let quietPeriod: Duration
-  private let maxWait: Duration?
-  let timing: AdapterTiming
-  let timer: DelayedPreemptiveDispatchQueue
-  private let callbacks: CallbackQueue
-  private let onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
+  private let core: AdapterCore<BatchRules>
+  let batch: LoadBatch
 
   /// Creates a signal on real time.
   ///
@@ -79,14 +77,12 @@ public final class AllResourcesLoadedSignal: Sendable {
       requireArgument(
         maxWait > .zero, "AllResourcesLoadedSignal: maxWait must be positive, got \(maxWait)")
     }
-    self.quietPeriod = quietPeriod
-    self.maxWait = maxWait
-    self.timing = timing
-    // The signal keeps the batch's `maxWait` deadline itself and caps each delay by it.
-    timer = timing.makeQueue(
-      label: "AllResourcesLoadedSignal.timer", options: DelayOptions(deadlinePolicy: .restart))
-    callbacks = CallbackQueue(given: callbackQueue, label: "AllResourcesLoadedSignal.callbacks")
-    self.onAllLoaded = onAllLoaded
+    core = AdapterCore(
+      label: "AllResourcesLoadedSignal",
+      rules: BatchRules(
+        quietPeriod: quietPeriod, onAllLoaded: onAllLoaded, plan: TimerPlan(maxWait: maxWait)),
+      timing: timing, callbackQueue: callbackQueue)
+    batch = LoadBatch(state: core.state)
   }
 
   deinit {
@@ -96,16 +92,12 @@ public final class AllResourcesLoadedSignal: Sendable {
   /// Counts a load in the current batch (starting one if none is open) and moves the signal to
   /// `quietPeriod` from now, within the batch's `maxWait`.
   public func resourceDidLoad() {
-    let reading = timing.now()
-    batch.state.withLock { state in load(&state, reading: reading) }
+    core.update { rules, reading in load(&rules, reading: reading) }
   }
 
-  /// Counts a load under the lock and moves the timer; the lock keeps the timer's submissions in
-  /// the order of the loads.
-  func load(_ state: inout LoadBatch.State, reading: Duration) {
-    let (delay, generation) = LoadBatch.load(
-      &state, reading: reading, quietPeriod: quietPeriod, maxWait: maxWait)
-    timer.delay(for: delay) { [weak self] in self?.timerFired(generation: generation) }
+  /// A load, under the lock (the race tests play it while a firing waits for the lock).
+  func load(_ rules: inout BatchRules, reading: Duration) {
+    rules.load(at: reading)
   }
 
   /// Returns the count of the last signalled batch at once if no load came after it; otherwise
@@ -131,21 +123,7 @@ public final class AllResourcesLoadedSignal: Sendable {
     batch.state.withLock { $0.waiters.count }
   }
 
-  private func timerFired(generation: UInt64) {
-    let reading = timing.now()
-    let signalled = timing.firing { fired in
-      batch.state.withLock { state -> (Int, [CheckedContinuation<Int, Never>])? in
-        guard LoadBatch.isDue(&state, generation: generation, reading: reading) else {
-          return nil
-        }
-        // A load that raced this firing armed a timer of its own; this signal covers that load.
-        if generation != state.generation { timer.cancel() }
-        let (count, waiters) = LoadBatch.signal(&state)
-        if let onAllLoaded { callbacks.send({ onAllLoaded(count) }, tracking: fired) }
-        return (count, waiters)
-      }
-    }
-    guard let (count, waiters) = signalled else { return }
-    for waiter in waiters { waiter.resume(returning: count) }
-  }
+  // The core's parts, for the race tests.
+  var timer: DelayedPreemptiveDispatchQueue { core.timer }
+  var timing: AdapterTiming { core.timing }
 }

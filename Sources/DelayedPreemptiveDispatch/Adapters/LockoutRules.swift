@@ -1,25 +1,16 @@
-/// The rules of ``PasscodeLockout``, with no clock, queue or lock: instants come in as offsets
-/// on the adapter's time line, and each input returns the state change to report and what to do
-/// with the adapter's single timer.
-struct LockoutRules: Sendable {
-  /// What the adapter must do with its timer after a transition.
-  enum TimerChange: Equatable {
-    case keep
-    /// Arm the timer `after` from now; when it fires, pass `generation` to ``timerFired(generation:)``.
-    case arm(after: Duration, generation: UInt64)
-    case cancel
-  }
-
-  struct Transition: Equatable {
-    /// The new state, when it differs from the one before.
-    var report: PasscodeLockout.State?
-    var timer: TimerChange
-  }
-
+/// The rules of ``PasscodeLockout``, with no clock, queue or lock: instants are offsets on the
+/// adapter's time line, read through the ``TimerPlan``, and each change asks the timer for the
+/// window or the lockout and enqueues its report.
+///
+/// The window and the lockout end are kept as instants, for ``PasscodeLockout/remainingLockout``
+/// and snapshots; the timer is the queue's, armed for the one that is pending.
+struct LockoutRules: AdapterRules {
   let maxFailures: Int
   let window: Duration
   /// The lockout durations for the first, second, … lockout; the last one repeats.
   let lockoutDurations: [Duration]
+  let onChange: (@Sendable (PasscodeLockout.State) -> Void)?
+  var plan = TimerPlan(maxWait: nil)
 
   private(set) var failures = 0
   /// When the window of the current count passes, if a failure is counted.
@@ -28,13 +19,11 @@ struct LockoutRules: Sendable {
   private(set) var lockoutEnd: Duration?
   /// Lockouts since the last success: the escalation step of the next lockout.
   private(set) var lockouts = 0
-  /// Names the live timer; a timer that fires with any other generation is stale.
-  private var generation: UInt64 = 0
-  /// The latest clock reading seen. Readings are taken before the lock, so a thread may bring an
-  /// older one than the last; the rules keep time moving forward.
-  private(set) var latest = Duration.zero
 
-  init(maxFailures: Int, window: Duration, lockoutDurations: [Duration]) {
+  init(
+    maxFailures: Int, window: Duration, lockoutDurations: [Duration],
+    onChange: (@Sendable (PasscodeLockout.State) -> Void)?
+  ) {
     requireArgument(
       maxFailures >= 1, "PasscodeLockout: maxFailures must be at least 1, got \(maxFailures)")
     requireArgument(window > .zero, "PasscodeLockout: window must be positive, got \(window)")
@@ -47,12 +36,7 @@ struct LockoutRules: Sendable {
     self.maxFailures = maxFailures
     self.window = window
     self.lockoutDurations = lockoutDurations
-  }
-
-  /// Takes a clock reading and returns the instant the rules act at: never before an earlier one.
-  mutating func observe(_ reading: Duration) -> Duration {
-    latest = max(latest, reading)
-    return latest
+    self.onChange = onChange
   }
 
   var state: PasscodeLockout.State {
@@ -64,39 +48,49 @@ struct LockoutRules: Sendable {
     lockoutDurations[min(max(lockouts, 0), lockoutDurations.count - 1)]
   }
 
-  mutating func failure(at now: Duration) -> Transition {
-    guard lockoutEnd == nil else { return Transition(report: nil, timer: .keep) }
+  /// How long the current lockout still lasts at `reading`; `nil` while open.
+  mutating func remainingLockout(at reading: Duration) -> Duration? {
+    let now = plan.observe(reading)
+    return lockoutEnd.map { max($0 - now, .zero) }
+  }
+
+  mutating func failure(at reading: Duration) -> PasscodeLockout.State {
+    let now = plan.observe(reading)
+    guard lockoutEnd == nil else { return .lockedOut }
     failures += 1
-    guard failures >= maxFailures else {
+    if failures < maxFailures {
       windowEnd = now + window
-      return Transition(report: state, timer: arm(after: window))
+      plan.arm(after: window, at: now)
+    } else {
+      let duration = lockoutDuration(afterLockouts: lockouts)
+      failures = 0
+      windowEnd = nil
+      lockoutEnd = now + duration
+      lockouts += 1
+      plan.arm(after: duration, at: now)
     }
-    let duration = lockoutDuration(afterLockouts: lockouts)
-    failures = 0
-    windowEnd = nil
-    lockoutEnd = now + duration
-    lockouts += 1
-    return Transition(report: .lockedOut, timer: arm(after: duration))
+    report(state)
+    return state
   }
 
-  mutating func success() -> Transition {
-    guard lockoutEnd == nil else { return Transition(report: nil, timer: .keep) }
+  mutating func success() {
+    guard lockoutEnd == nil else { return }
     lockouts = 0
-    generation &+= 1
     windowEnd = nil
-    let counted = failures
-    failures = 0
-    return Transition(report: counted == 0 ? nil : state, timer: .cancel)
+    plan.cancel()
+    if failures > 0 {
+      failures = 0
+      report(state)
+    }
   }
 
-  /// The timer named `generation` fired: the window passed, or the lockout ended.
-  mutating func timerFired(generation: UInt64) -> PasscodeLockout.State? {
-    guard generation == self.generation else { return nil }
+  /// The window passed, or the lockout ended.
+  mutating func timerDue() {
     let before = state
     failures = 0
     windowEnd = nil
     lockoutEnd = nil
-    return state == before ? nil : state
+    if state != before { report(state) }
   }
 
   /// How much time passed since a snapshot was taken.
@@ -109,12 +103,12 @@ struct LockoutRules: Sendable {
     case wallClock(seconds: Double)
   }
 
-  /// Replaces the whole state with `snapshot`, restored at `now` on the time line after
-  /// `elapsed`. Remaining times are capped at a full window and a full lockout, so a wall clock
-  /// set back cannot lengthen them.
+  /// Replaces the whole state with `snapshot`, restored at `reading` after `elapsed`. Remaining
+  /// times are capped at a full window and a full lockout, so a wall clock set back cannot
+  /// lengthen them.
   mutating func restore(
-    _ snapshot: PasscodeLockout.Snapshot, elapsed: Elapsed, at now: Duration
-  ) -> Transition {
+    _ snapshot: PasscodeLockout.Snapshot, elapsed: Elapsed, at reading: Duration
+  ) {
     func remaining(recorded: Duration?, wallDeadline: Double?) -> Duration? {
       switch elapsed {
       case .uptime(let passed):
@@ -123,34 +117,34 @@ struct LockoutRules: Sendable {
         return wallDeadline.map { .seconds($0 - seconds) }
       }
     }
+    let now = plan.observe(reading)
     let before = state
     lockouts = max(snapshot.lockouts, 0)
     failures = 0
     windowEnd = nil
     lockoutEnd = nil
-    var timer = TimerChange.cancel
     let lockoutLeft = remaining(
       recorded: snapshot.lockedOutFor, wallDeadline: snapshot.lockedOutUntilSeconds)
     let windowLeft = remaining(
       recorded: snapshot.countResetsIn, wallDeadline: snapshot.countResetsAtSeconds)
     if let lockoutLeft, lockoutLeft > .zero {
-      let full = lockoutDuration(afterLockouts: lockouts - 1)
-      let left = min(lockoutLeft, full)
+      let left = min(lockoutLeft, lockoutDuration(afterLockouts: lockouts - 1))
       lockoutEnd = now + left
-      timer = arm(after: left)
+      plan.arm(after: left, at: now)
     } else if snapshot.failures > 0, maxFailures > 1, let windowLeft, windowLeft > .zero {
       let left = min(windowLeft, window)
       failures = min(snapshot.failures, maxFailures - 1)
       windowEnd = now + left
-      timer = arm(after: left)
+      plan.arm(after: left, at: now)
     } else {
-      generation &+= 1
+      plan.cancel()
     }
-    return Transition(report: state == before ? nil : state, timer: timer)
+    if state != before { report(state) }
   }
 
-  private mutating func arm(after duration: Duration) -> TimerChange {
-    generation &+= 1
-    return .arm(after: duration, generation: generation)
+  /// Enqueues `state` for `onChange`.
+  private mutating func report(_ state: PasscodeLockout.State) {
+    guard let onChange else { return }
+    plan.send { onChange(state) }
   }
 }

@@ -20,8 +20,7 @@ extension PasscodeLockout {
     onChange: @escaping @MainActor @Sendable (State) -> Void
   ) {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration]),
+      maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration],
       timing: .realTime, callbackQueue: MainActorCallback.queue,
       onChange: MainActorCallback.wrap(onChange))
   }
@@ -33,8 +32,7 @@ extension PasscodeLockout {
     onChange: @escaping @MainActor @Sendable (State) -> Void
   ) where C.Duration == Duration {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration]),
+      maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration],
       timing: .clock(clock), callbackQueue: MainActorCallback.queue,
       onChange: MainActorCallback.wrap(onChange))
   }
@@ -45,8 +43,7 @@ extension PasscodeLockout {
     callbackActor: MainActor, onChange: @escaping @MainActor @Sendable (State) -> Void
   ) {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations),
+      maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations,
       timing: .realTime, callbackQueue: MainActorCallback.queue,
       onChange: MainActorCallback.wrap(onChange))
   }
@@ -57,8 +54,7 @@ extension PasscodeLockout {
     clock: C, callbackActor: MainActor, onChange: @escaping @MainActor @Sendable (State) -> Void
   ) where C.Duration == Duration {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations),
+      maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations,
       timing: .clock(clock), callbackQueue: MainActorCallback.queue,
       onChange: MainActorCallback.wrap(onChange))
   }

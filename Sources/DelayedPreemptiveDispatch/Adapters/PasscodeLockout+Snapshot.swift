@@ -57,7 +57,8 @@ extension PasscodeLockout {
   /// The current state, as ``snapshot(now:)``, with `reference` as the monotonic reading; for
   /// tests that play a relaunch or a reboot.
   public func snapshot(now: Date, reference: MonotonicReference?) -> Snapshot {
-    withRules { rules, instant in
+    core.update { rules, reading in
+      let instant = rules.plan.observe(reading)
       func wallClock(_ deadline: Duration?) -> Date? {
         deadline.map { now.addingTimeInterval(Self.seconds($0 - instant)) }
       }
@@ -96,12 +97,8 @@ extension PasscodeLockout {
   /// Replaces the current state with `snapshot`, as ``restore(_:now:)``, with `reference` as the
   /// monotonic reading; for tests that play a relaunch or a reboot.
   public func restore(_ snapshot: Snapshot, now: Date, reference: MonotonicReference?) {
-    withRules { rules, instant in
-      apply(
-        rules.restore(
-          snapshot, elapsed: Self.elapsed(since: snapshot, now: now, reference: reference),
-          at: instant))
-    }
+    let elapsed = Self.elapsed(since: snapshot, now: now, reference: reference)
+    core.update { rules, reading in rules.restore(snapshot, elapsed: elapsed, at: reading) }
   }
 
   /// How to measure the time left of each deadline of `snapshot`, by the rules of

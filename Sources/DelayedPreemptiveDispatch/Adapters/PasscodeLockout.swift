@@ -29,7 +29,8 @@ import Dispatch
 ///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
 ///   callbacks that its timers caused have run. A callback that a method call caused directly is
-///   only enqueued; a serial `callbackQueue` runs it before any later one.
+///   only enqueued (by that call, or by an overlapping one); a serial `callbackQueue` runs it
+///   before any later one.
 /// - Extras: escalating lockouts (``init(maxFailures:window:lockoutDurations:callbackQueue:onChange:)``)
 ///   and a ``Snapshot`` to save and restore across a relaunch.
 /// - Threat model: a user who wants to end a lockout early may relaunch the app, reboot the
@@ -38,13 +39,12 @@ import Dispatch
 ///   which the user cannot set; after a reboot, the lockout gets at least the time it had left
 ///   at the snapshot. Setting the wall clock back cannot lengthen it beyond one full lockout.
 ///   The lockout cannot defend a snapshot the user edits: store it where they cannot write.
-/// - Thread safety: every method may be called from any thread.
+/// - Thread safety: every method may be called from any thread. The lockout calls its queue, and
+///   enqueues its callbacks, only after its lock and in the order of its changes; when calls
+///   overlap, one of them does so for all. So its clock may call back into it.
 public final class PasscodeLockout: Sendable {
-  private let rules: LockBox<LockoutRules>
-  private let timer: DelayedPreemptiveDispatchQueue
-  private let timing: AdapterTiming
-  private let callbacks: CallbackQueue
-  private let onChange: (@Sendable (State) -> Void)?
+  /// The working part; the race tests reach its lock and its timer.
+  let core: AdapterCore<LockoutRules>
 
   /// Creates a lockout on real time.
   ///
@@ -61,8 +61,7 @@ public final class PasscodeLockout: Sendable {
     onChange: (@Sendable (State) -> Void)? = nil
   ) {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration]),
+      maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration],
       timing: .realTime, callbackQueue: callbackQueue, onChange: onChange)
   }
 
@@ -75,8 +74,7 @@ public final class PasscodeLockout: Sendable {
     onChange: (@Sendable (State) -> Void)? = nil
   ) where C.Duration == Duration {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration]),
+      maxFailures: maxFailures, window: window, lockoutDurations: [lockoutDuration],
       timing: .clock(clock), callbackQueue: callbackQueue, onChange: onChange)
   }
 
@@ -97,8 +95,7 @@ public final class PasscodeLockout: Sendable {
     callbackQueue: DispatchQueue? = nil, onChange: (@Sendable (State) -> Void)? = nil
   ) {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations),
+      maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations,
       timing: .realTime, callbackQueue: callbackQueue, onChange: onChange)
   }
 
@@ -108,21 +105,20 @@ public final class PasscodeLockout: Sendable {
     clock: C, callbackQueue: DispatchQueue? = nil, onChange: (@Sendable (State) -> Void)? = nil
   ) where C.Duration == Duration {
     self.init(
-      rules: LockoutRules(
-        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations),
+      maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations,
       timing: .clock(clock), callbackQueue: callbackQueue, onChange: onChange)
   }
 
   init(
-    rules: LockoutRules, timing: AdapterTiming, callbackQueue: DispatchQueue?,
-    onChange: (@Sendable (State) -> Void)?
+    maxFailures: Int, window: Duration, lockoutDurations: [Duration], timing: AdapterTiming,
+    callbackQueue: DispatchQueue?, onChange: (@Sendable (State) -> Void)?
   ) {
-    self.rules = LockBox(rules)
-    self.timing = timing
-    timer = timing.makeQueue(
-      label: "PasscodeLockout.timer", options: DelayOptions(deadlinePolicy: .restart))
-    callbacks = CallbackQueue(given: callbackQueue, label: "PasscodeLockout.callbacks")
-    self.onChange = onChange
+    core = AdapterCore(
+      label: "PasscodeLockout",
+      rules: LockoutRules(
+        maxFailures: maxFailures, window: window, lockoutDurations: lockoutDurations,
+        onChange: onChange),
+      timing: timing, callbackQueue: callbackQueue)
   }
 
   /// Counts a wrong passcode and returns the resulting state.
@@ -131,64 +127,23 @@ public final class PasscodeLockout: Sendable {
   /// `maxFailures` locks out. While locked out, it counts nothing and returns `.lockedOut`.
   @discardableResult
   public func recordFailure() -> State {
-    let reading = timing.now()
-    return rules.withLock { rules in
-      apply(rules.failure(at: rules.observe(reading)))
-      return rules.state
-    }
+    core.update { rules, reading in rules.failure(at: reading) }
   }
 
   /// Records a right passcode: sets `.open(failures: 0)`, cancels the window's timer and starts
   /// escalation again at the first lockout duration. It does nothing while locked out: a success
   /// does not end a lockout.
   public func recordSuccess() {
-    rules.withLock { rules in apply(rules.success()) }
+    core.update { rules, _ in rules.success() }
   }
 
   /// The current state.
   public var state: State {
-    rules.withLock { $0.state }
+    core.state.withLock { $0.state }
   }
 
   /// How long the current lockout still lasts; `nil` while open.
   public var remainingLockout: Duration? {
-    let reading = timing.now()
-    return rules.withLock { rules in
-      let now = rules.observe(reading)
-      return rules.lockoutEnd.map { max($0 - now, .zero) }
-    }
-  }
-
-  /// Runs `body` on the rules under the lock, with the current instant of the time line (read
-  /// before the lock: the clock is the user's code).
-  func withRules<Result>(_ body: (inout LockoutRules, Duration) -> Result) -> Result {
-    let reading = timing.now()
-    return rules.withLock { rules in body(&rules, rules.observe(reading)) }
-  }
-
-  /// Performs a transition's timer change and enqueues its report. Called under the lock, so
-  /// that submissions and callbacks follow the order of the state changes; neither runs user
-  /// code here.
-  func apply(_ transition: LockoutRules.Transition, tracking fired: FiredCallbacks? = nil) {
-    switch transition.timer {
-    case .keep:
-      break
-    case .cancel:
-      timer.cancel()
-    case .arm(let after, let generation):
-      timer.delay(for: after) { [weak self] in self?.timerFired(generation: generation) }
-    }
-    if let report = transition.report, let onChange {
-      callbacks.send({ onChange(report) }, tracking: fired)
-    }
-  }
-
-  private func timerFired(generation: UInt64) {
-    timing.firing { fired in
-      rules.withLock { rules in
-        let report = rules.timerFired(generation: generation)
-        apply(LockoutRules.Transition(report: report, timer: .keep), tracking: fired)
-      }
-    }
+    core.update { rules, reading in rules.remainingLockout(at: reading) }
   }
 }

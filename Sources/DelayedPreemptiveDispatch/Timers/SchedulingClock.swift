@@ -6,7 +6,10 @@
 /// so a test never has to sleep or yield and gets the same result on every run.
 ///
 /// Adopt it in your own test clock if you have one; a clock that does not adopt it still works,
-/// through `Clock.sleep(until:tolerance:)` in an unstructured task.
+/// through `Clock.sleep(until:tolerance:)` in an unstructured task. Such a clock's own `advance`
+/// (swift-clocks' `TestClock`, say) resumes that sleep but returns without waiting for the task
+/// it starts: a test advances a little past the deadline, then awaits the instance's `wait()`,
+/// or the ticket's `outcome` (`TestClockRecipeTests`, in the Benchmarks package).
 public protocol SchedulingClock: Clock where Duration == Swift.Duration {
   /// Calls `action` once the clock has moved `delay` past its current `now`, never inside this
   /// call, and awaits it before the clock moves further.

@@ -14,6 +14,11 @@ import Testing
   /// The Postgres package's article names tests of that package.
   static let replicasArticle = catalog.appendingPathComponent("AcrossReplicasWithPostgreSQL.md")
   static let postgresTestsDirectory = repository.appendingPathComponent("Postgres/Tests")
+  /// The Benchmarks package's tests: those of clocks the root package must not depend on.
+  static let benchmarksTestsDirectory = repository.appendingPathComponent("Benchmarks/Tests")
+  /// The Postgres package's catalog.
+  static let postgresCatalog = repository.appendingPathComponent(
+    "Postgres/Sources/DelayedPreemptiveDispatchPostgres/DelayedPreemptiveDispatchPostgres.docc")
   /// The Postgres package's own guarantees article.
   static let productionArticle = repository.appendingPathComponent(
     "Postgres/Sources/DelayedPreemptiveDispatchPostgres/DelayedPreemptiveDispatchPostgres.docc/"
@@ -25,11 +30,14 @@ import Testing
     return text.matches(of: pattern).map { (String($0.1), $0.2.map(String.init)) }
   }
 
-  /// Every `struct XTests` in the test sources of every test target of this package and of the
-  /// Postgres package, with the names of its `func`s.
+  /// Every `struct XTests` in the test sources of every test target of this package, of the
+  /// Postgres package and of the Benchmarks package, with the names of its `func`s.
   static func declaredTests() throws -> [String: Set<String>] {
     var suites: [String: Set<String>] = [:]
-    let files = [testsDirectory.deletingLastPathComponent(), postgresTestsDirectory].flatMap {
+    let directories = [
+      testsDirectory.deletingLastPathComponent(), postgresTestsDirectory, benchmarksTestsDirectory,
+    ]
+    let files = directories.flatMap {
       directory in
       (FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)?
         .allObjects ?? []).compactMap { $0 as? URL }
@@ -62,6 +70,27 @@ import Testing
     #expect(Self.references(in: production).count > 30)
     #expect(references.count > 50)
     #expect(Self.references(in: replicas).count > 10)
+    let declared = try Self.declaredTests()
+    let missing = references.filter { reference in
+      guard let functions = declared[reference.suite] else { return true }
+      return reference.test.map { !functions.contains($0) } ?? false
+    }
+    #expect(missing.isEmpty, "\(missing.map { "\($0.suite).\($0.test ?? "")" })")
+  }
+
+  /// The guides name tests too: the recipe for other clocks, the worker's start, the metrics.
+  @Test func everyTestTheGuidesNameExists() throws {
+    let guides = [
+      Self.catalog.appendingPathComponent("GettingStarted.md"),
+      Self.postgresCatalog.appendingPathComponent("GettingStarted.md"),
+      Self.postgresCatalog.appendingPathComponent("OperatingAQueue.md"),
+      Self.postgresCatalog.appendingPathComponent("Reference.md"),
+    ]
+    let references = try guides.flatMap {
+      Self.references(in: try String(contentsOf: $0, encoding: .utf8))
+    }
+    #expect(references.contains { $0.suite == "TestClockRecipeTests" })
+    #expect(references.contains { $0.suite == "PostgresObservabilityTests" })
     let declared = try Self.declaredTests()
     let missing = references.filter { reference in
       guard let functions = declared[reference.suite] else { return true }
