@@ -149,9 +149,10 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   /// `next` merged in, or `next` alone when no burst takes it (C1, C2).
   @inlinable
   static func merge(
-    _ next: Work, into taken: Work?, with combine: (inout Work, Work) -> Void
+    _ next: Work, into taken: consuming Work?, with combine: (inout Work, Work) -> Void
   ) -> Work {
-    guard var value = taken else { return next }
+    // Moved out of `taken`, so that the value is not shared and `combine` changes it in place.
+    guard var value = taken.take() else { return next }
     combine(&value, next)
     return value
   }
@@ -222,14 +223,14 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     return effects
   }
 
-  @usableFromInline
+  @inlinable
   mutating func cancelAll() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { cancel(id, &effects) }
     return effects
   }
 
-  @usableFromInline
+  @inlinable
   mutating func flushAll(at now: TimelineInstant) -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { flush(id, at: now, &effects) }
@@ -238,7 +239,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
 
   /// The owner is going away: cancel every pending burst, forget the tasks given last, and
   /// stop the timer.
-  @usableFromInline
+  @inlinable
   mutating func release() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { cancel(id, forgettingWork: true, &effects) }
