@@ -71,7 +71,8 @@ private func keepObserved<T>(_ value: T) {
 public enum ThrottleContender: String, CaseIterable, Sendable {
   /// `throttled(for:)` of this library, on `ContinuousClock`, `latest: true`.
   case throttled
-  /// swift-async-algorithms' `throttle(for:latest:)`, on `ContinuousClock`, `latest: true`.
+  /// swift-async-algorithms' throttle, `_throttle(for:latest:)` in 1.1.4 (underscored there), on
+  /// `ContinuousClock`, `latest: true`.
   case asyncAlgorithms = "async-algorithms"
   /// The floor: a plain loop that emits an element when the interval since the previous
   /// emission has passed, and keeps the latest one otherwise (a clock read, a comparison, a
@@ -96,7 +97,7 @@ public enum ThrottleContender: String, CaseIterable, Sendable {
         last = element
       }
     case .asyncAlgorithms:
-      for await element in elements.async.throttle(for: interval, latest: true) {
+      for await element in elements.async._throttle(for: interval, latest: true) {
         emitted += 1
         last = element
       }
