@@ -39,6 +39,9 @@
 #                      specialised in the client, 3,655.9 after (keyed-arm: 3,266.9)
 #   actor-resubmit     a key already pending on that actor (1,000 pending), submitted again:
 #                      14,530.8 before, 1,782.9 after (keyed-resubmit: 1,047.0)
+#   queue-throttle, keyed-throttle-resubmit
+#                      queue-preempt and keyed-resubmit with `minimumSpacing` (`.throttle`): the
+#                      spacing rule's cost on those paths
 #
 # Takes about 80 s after the build (valgrind runs the client about 50 times slower). To put the
 # figures into BENCHMARKS.md: `--markdown Benchmarks/instructions.md`, then
@@ -112,7 +115,7 @@ group() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }
 
 specs=(queue-preempt:100000 keyed-arm:50000 keyed-arm-cancel:50000 keyed-resubmit:50000
   keyed-last-wins-10:50000 keyed-append-10:50000 keyed-last-wins-10k:50000 keyed-append-10k:50000
-  actor-arm:20000 actor-resubmit:20000)
+  actor-arm:20000 actor-resubmit:20000 queue-throttle:100000 keyed-throttle-resubmit:50000)
 describe() {
   case "$1" in
     queue-preempt) echo '`DelayedPreemptiveDispatchQueue.delay(for:task:)` joining a pending burst' ;;
@@ -125,6 +128,8 @@ describe() {
     keyed-append-10k) echo '`[Int]` values in bursts of 10,000, every value appended' ;;
     actor-arm) echo 'a new key on `KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>`, awaited from a task' ;;
     actor-resubmit) echo 'a pending key submitted again to that actor (1,000 keys pending)' ;;
+    queue-throttle) echo '`queue-preempt` on a queue with `minimumSpacing` (`.throttle`)' ;;
+    keyed-throttle-resubmit) echo '`keyed-resubmit` on a keyed queue with `minimumSpacing`' ;;
   esac
 }
 

@@ -28,13 +28,46 @@ extension ManualClock {
     tick tickDuration: Duration = .seconds(1)
   ) async -> MarbleDiagram {
     let source = MarbleSource()
-    var iterator = source.debounced(for: interval, options: options, clock: self)
+    let iterator = source.debounced(for: interval, options: options, clock: self)
       .makeAsyncIterator()
-    let storage = iterator.storage
+    let output = await run(input, from: source, through: iterator.storage, tick: tickDuration)
+    withExtendedLifetime(iterator) {}  // the iteration ends when its last iterator goes
+    return output
+  }
+
+  /// Runs the timeline `input` through `throttled(for:latest:clock:)` on this clock and returns
+  /// the timeline of what the throttled sequence emits, under the same rules as
+  /// ``debounce(_:for:options:tick:)``: the clock is advanced to each tick before that tick's
+  /// events are sent, and an element emitted at a tick is drawn at that tick.
+  ///
+  /// ```swift
+  /// let clock = ManualClock()
+  /// let output = await clock.throttle("abcdefghijk|", for: .seconds(2))
+  /// #expect(output == "a-b-d-f-h-j[k|]")
+  /// ```
+  ///
+  /// - Precondition: nothing else advances this clock during the run.
+  public func throttle(
+    _ input: MarbleDiagram, for interval: Duration, latest: Bool = true,
+    tick tickDuration: Duration = .seconds(1)
+  ) async -> MarbleDiagram {
+    let source = MarbleSource()
+    let iterator = source.throttled(for: interval, latest: latest, clock: self)
+      .makeAsyncIterator()
+    let output = await run(input, from: source, through: iterator.storage, tick: tickDuration)
+    withExtendedLifetime(iterator) {}  // the iteration ends when its last iterator goes
+    return output
+  }
+
+  /// Sends `input` to `source` tick by tick and draws what the iteration `storage` emits.
+  private func run(
+    _ input: MarbleDiagram, from source: MarbleSource,
+    through storage: DebounceStorage<MarbleSource, ManualClock>, tick tickDuration: Duration
+  ) async -> MarbleDiagram {
     let output = LockBox(MarbleOutput())
     let consumer = Task {
       do {
-        while let element = try await iterator.next() {
+        while let element = try await storage.next() {
           output.withLock { $0.record(.element(element)) }
         }
         if !Task.isCancelled { output.withLock { $0.record(.finished) } }

@@ -44,6 +44,11 @@ enum Workload: String, CaseIterable {
   case actorArm = "actor-arm"
   /// A key already pending on that actor, submitted again (as `keyed-resubmit`).
   case actorResubmit = "actor-resubmit"
+  /// `queue-preempt` on a queue with `minimumSpacing` (`.throttle`): the spacing's cost on the
+  /// path of a submission that joins a pending burst.
+  case queueThrottle = "queue-throttle"
+  /// `keyed-resubmit` on a keyed queue with `minimumSpacing`.
+  case keyedThrottleResubmit = "keyed-throttle-resubmit"
 
   /// Submissions per burst of the `[Int]` workloads.
   var burst: Int? {
@@ -69,10 +74,12 @@ else {
 
 let hour = Duration.seconds(3_600)
 
-let queue = DelayedPreemptiveDispatchQueue(label: "dpd-instructions")
-let keyed = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(label: "dpd-instructions.keyed") {
-  _, _ in
-}
+let throttles = [Workload.queueThrottle, .keyedThrottleResubmit].contains(workload)
+let options = throttles ? DelayOptions.throttle(hour) : DelayOptions()
+let queue = DelayedPreemptiveDispatchQueue(label: "dpd-instructions", options: options)
+let keyed = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(
+  label: "dpd-instructions.keyed", options: options
+) { _, _ in }
 let actor = KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock> { _, _ in }
 let appending = [Workload.append10, .append10k].contains(workload)
 let values =
@@ -84,11 +91,11 @@ let values =
 // Set-up, not counted: the burst that the queue's calls join, the keyed queue's armed timer
 // (key -1, never submitted again, and cancelled by `keyed-arm-cancel` too: a constant), and the keys that the re-submissions find pending.
 switch workload {
-case .queuePreempt:
+case .queuePreempt, .queueThrottle:
   queue.delay(for: hour) {}
 case .keyedArm, .keyedArmCancel:
   keyed.delay(-1, for: hour)
-case .keyedResubmit:
+case .keyedResubmit, .keyedThrottleResubmit:
   for key in 0..<Workload.resubmittedKeys { keyed.delay(key, for: hour) }
 case .lastWins10, .append10, .lastWins10k, .append10k:
   values.delay(-1, for: hour, value: [])
@@ -106,14 +113,14 @@ func measuredLoop(
   let hour = Duration.seconds(3_600)
   let task: @Sendable () -> Void = {}
   switch workload {
-  case .queuePreempt:
+  case .queuePreempt, .queueThrottle:
     for _ in 0..<calls { queue.delay(for: hour, task: task) }
   case .keyedArm:
     for key in 0..<calls { keyed.delay(key, for: hour) }
   case .keyedArmCancel:
     for key in 0..<calls { keyed.delay(key, for: hour) }
     keyed.cancelAll()
-  case .keyedResubmit:
+  case .keyedResubmit, .keyedThrottleResubmit:
     var key = 0
     for _ in 0..<calls {
       keyed.delay(key, for: hour)

@@ -16,6 +16,13 @@ let probes: [String: () -> Void] = [
   "delay-infinity": { DelayedPreemptiveDispatchQueue(label: "probe").delay(.infinity) {} },
   "lockout-max-failures": { _ = PasscodeLockout(maxFailures: 0) },
   "options-max-submissions": { _ = DelayOptions(maxSubmissions: 0) },
+  "options-minimum-spacing": { _ = DelayOptions(minimumSpacing: .seconds(-1)) },
+  "throttle-negative": { _ = DelayOptions.throttle(.milliseconds(-5)) },
+  "keyed-actor-minimum-spacing": {
+    var options = DelayOptions()
+    options.minimumSpacing = .seconds(-2)
+    _ = KeyedDelayedPreemptiveActor<Int, Int, ContinuousClock>(options: options) { _, _ in }
+  },
   "queue-max-submissions": {
     var options = DelayOptions()
     options.maxSubmissions = -2

@@ -134,6 +134,7 @@ let search = SearchIndex()
 
 actor Mailer {
   func sendDigest(to user: UserID) async {}
+  func notify(_ user: UserID, _ message: String) async {}
 }
 let mailer = Mailer()
 
@@ -144,3 +145,19 @@ let reindex = KeyedDelayedPreemptiveDispatchQueue<DocumentID, Document>(
 let digests = KeyedDelayedPreemptiveActor<UserID, Void, ContinuousClock> { user, _ in
   await mailer.sendDigest(to: user)
 }
+
+// MARK: - Throttling
+
+/// A long job's progress, read by a throttled report.
+final class Progress: Sendable {
+  var fractionCompleted: Double { 0 }
+}
+let progress = Progress()
+func report(_ fraction: Double) {}
+
+/// A sensor whose readings come as a stream.
+final class Sensor: Sendable {
+  let values = AsyncStream<Double> { $0.finish() }
+}
+let sensor = Sensor()
+@MainActor func plot(_ reading: Double) {}

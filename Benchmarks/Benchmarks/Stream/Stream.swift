@@ -5,6 +5,11 @@ import Contenders
 // Streams: `debounced(for:)` against swift-async-algorithms' `debounce(for:)` and the lower bound
 // (a plain loop over the stream that keeps the last element and its deadline, no timer).
 //
+// - stream-throttle-sync-base: `throttled(for:)` against swift-async-algorithms'
+//   `throttle(for:latest: true)` and a floor (a loop that emits when the interval has passed and
+//   keeps the latest element otherwise, no timer), 10^6 elements from a base that never suspends,
+//   a 1 ms interval: the cost per element of a throttle that mostly keeps the latest element.
+//
 // - stream-buffered: `elements` Ints already buffered in an unbounded `AsyncStream` (yielded,
 //   then `finish()`, before the measurement), read through the contender; measured until the
 //   consumer has received the last element, which the base's end emits at once. The base hands
@@ -49,6 +54,17 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(contender.benchmarkName("stream-slow-consumer"), configuration: once) {
       benchmark in
       await slowConsumerRun(contender, benchmark: benchmark)
+    }
+  }
+  for contender in ThrottleContender.allCases {
+    Benchmark(contender.benchmarkName("stream-throttle-sync-base"), configuration: throughput) {
+      benchmark in
+      benchmark.startMeasurement()
+      let (emitted, last) = await contender.consume(0..<elements, interval: throughputInterval)
+      benchmark.stopMeasurement()
+      precondition(last == elements - 1, "\(contender) emitted \(String(describing: last)) last")
+      precondition(emitted >= 1, "\(contender) emitted nothing")
+      benchmark.measurement(Metrics.calls, elements)
     }
   }
 }

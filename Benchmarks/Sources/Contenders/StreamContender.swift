@@ -64,3 +64,63 @@ public enum StreamContender: String, CaseIterable, Sendable {
 private func keepObserved<T>(_ value: T) {
   withExtendedLifetime(value) {}
 }
+
+/// The contenders of the throttled-stream workloads: this library's `throttled(for:)`,
+/// swift-async-algorithms' `throttle(for:)`, and a floor that keeps the last element and the
+/// earliest instant of the next emission, with no timer.
+public enum ThrottleContender: String, CaseIterable, Sendable {
+  /// `throttled(for:)` of this library, on `ContinuousClock`, `latest: true`.
+  case throttled
+  /// swift-async-algorithms' throttle, `_throttle(for:latest:)` in 1.1.4 (underscored there), on
+  /// `ContinuousClock`, `latest: true`.
+  case asyncAlgorithms = "async-algorithms"
+  /// The floor: a plain loop that emits an element when the interval since the previous
+  /// emission has passed, and keeps the latest one otherwise (a clock read, a comparison, a
+  /// store), with no timer.
+  case lowerBound = "lower-bound"
+
+  public func benchmarkName(_ workload: String) -> String {
+    "\(workload):\(rawValue)"
+  }
+
+  /// Reads `elements` from a base that never suspends through the contender; returns the number
+  /// of elements it emitted and the last one.
+  public func consume(_ elements: Range<Int>, interval: Duration) async -> (
+    emitted: Int, last: Int?
+  ) {
+    var emitted = 0
+    var last: Int?
+    switch self {
+    case .throttled:
+      for await element in elements.async.throttled(for: interval) {
+        emitted += 1
+        last = element
+      }
+    case .asyncAlgorithms:
+      for await element in elements.async._throttle(for: interval, latest: true) {
+        emitted += 1
+        last = element
+      }
+    case .lowerBound:
+      let clock = ContinuousClock()
+      var next = clock.now
+      var pending: Int?
+      for await element in elements.async {
+        let now = clock.now
+        if now >= next {
+          emitted += 1
+          last = element
+          pending = nil
+          next = now.advanced(by: interval)
+        } else {
+          pending = element
+        }
+      }
+      if let pending {
+        emitted += 1
+        last = pending
+      }
+    }
+    return (emitted, last)
+  }
+}

@@ -34,6 +34,7 @@ extension ActorShell {
     let ticket = driver.delay(
       id, delay, now: timeline.now(), work: work, owner: self, effects: &effects)
     perform(effects, of: id)
+    if effects.workersToStart > 0 { awaitRunsOnClock() }
     return ticket
   }
 
@@ -54,7 +55,7 @@ extension ActorShell {
   /// does when called from inside one of this actor's own tasks (it would wait for itself).
   @usableFromInline
   func flushAndWait(_ id: LineID) async {
-    let effects = driver.flush(id)
+    let effects = driver.flush(id, at: timeline.saturatingNow())
     perform(effects)
     guard effects.endedCount > 0, !RunningOwner.isCurrentRun(of: ObjectIdentifier(self)) else {
       return
@@ -66,7 +67,7 @@ extension ActorShell {
   /// this actor's own tasks, it returns at once.
   @usableFromInline
   func flushAllAndWait() async {
-    perform(driver.flushAll())
+    perform(driver.flushAll(at: timeline.saturatingNow()))
     guard !RunningOwner.isCurrentRun(of: ObjectIdentifier(self)) else { return }
     await wait(until: .runsDrained)
   }
@@ -129,6 +130,12 @@ extension ActorShell {
   }
 
   // MARK: - The timer
+
+  /// Runs started by a submission: a test clock's next `advance` waits for them (T5).
+  @usableFromInline
+  func awaitRunsOnClock() {
+    timer.awaitOnClock { [weak self] in await self?.wait(until: .runsDrained) }
+  }
 
   /// The instance's timer named `generation` fired: ends the due bursts, then returns once
   /// every run decided so far has returned (so that a test clock's `advance` waits for them).

@@ -70,8 +70,11 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   func delay(_ id: LineID, _ delay: RequestedDelay, work: Work?) -> DelayTicket {
     guard let combine, let work else { return submit(id, delay, work: work) }
     return gated {
-      let taken = state.withLock { $0.driver.takeValueToCombine(id) }
-      return submit(id, delay, work: Driver.merge(work, into: taken, with: combine))
+      // The value taken out goes into the merge without a copy left behind, so that an
+      // appending `combine` grows it in place.
+      let merged = Driver.merge(
+        work, into: state.withLock { $0.driver.takeValueToCombine(id) }, with: combine)
+      return submit(id, delay, work: merged)
     }
   }
 
@@ -93,25 +96,38 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
       return ticket
     }
     perform(effects)
+    if effects.workersToStart > 0 {
+      timer.awaitOnClock { [weak self] in await self?.runsDrained() }
+    }
     return ticket
   }
 
   @inlinable
   func cancel(_ id: LineID) { gated { perform(state.withLock { $0.driver.cancel(id) }) } }
-  @usableFromInline
+  @inlinable
   func cancelAll() { gated { perform(state.withLock { $0.driver.cancelAll() }) } }
   @inlinable
-  func flush(_ id: LineID) { gated { perform(state.withLock { $0.driver.flush(id) }) } }
-  @usableFromInline
-  func flushAll() { gated { perform(state.withLock { $0.driver.flushAll() }) } }
+  func flush(_ id: LineID) {
+    gated {
+      let now = timer.saturatingNow()
+      perform(state.withLock { $0.driver.flush(id, at: now) })
+    }
+  }
+  @inlinable
+  func flushAll() {
+    gated {
+      let now = timer.saturatingNow()
+      perform(state.withLock { $0.driver.flushAll(at: now) })
+    }
+  }
   /// The public type is going away: cancels every pending burst and forgets the tasks.
-  @usableFromInline
+  @inlinable
   func release() { gated { perform(state.withLock { $0.driver.release() }) } }
 
   @inlinable
   func isPending(_ id: LineID) -> Bool { state.withLock { $0.driver.isPending(id) } }
-  @usableFromInline var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
-  @usableFromInline var footprint: (lines: Int, timers: Int) {
+  @inlinable var pendingCount: Int { state.withLock { $0.driver.pendingCount } }
+  @inlinable var footprint: (lines: Int, timers: Int) {
     state.withLock { $0.driver.footprint }
   }
 
@@ -177,9 +193,15 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
   }
 
   /// On a clock: fires, then returns once every run decided so far has returned.
-  @usableFromInline
+  @inlinable
   func timerFiredAndDrained(generation: UInt64) async {
     timerFired(generation: generation)
+    await runsDrained()
+  }
+
+  /// Returns once every run decided so far has returned.
+  @usableFromInline
+  func runsDrained() async {
     await withCheckedContinuation { continuation in
       let drained = state.withLock { state in
         if state.driver.unfinishedRuns > 0 { state.drainWaiters.append(continuation) }

@@ -112,12 +112,14 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
         effects: &effects)
     }
     // The hot path: a submission joins the pending burst.
-    let (ticket, timer, preempted) = lines[at: position].join(
+    let (ticket, timer, preempted, endsNow) = lines[at: position].join(
       at: now, until: requested, work: work, rules: rules, ids: &book.ids)
     effects.preempted = preempted
     if let timer {
       lines.timerReplaced()
       schedule(timer, for: id, &effects)
+    } else if endsNow {
+      end(lines[at: position].endDueBurst(at: now, rules: rules), of: id, at: position, &effects)
     }
     return ticket
   }
@@ -147,9 +149,10 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   /// `next` merged in, or `next` alone when no burst takes it (C1, C2).
   @inlinable
   static func merge(
-    _ next: Work, into taken: Work?, with combine: (inout Work, Work) -> Void
+    _ next: Work, into taken: consuming Work?, with combine: (inout Work, Work) -> Void
   ) -> Work {
-    guard var value = taken else { return next }
+    // Moved out of `taken`, so that the value is not shared and `combine` changes it in place.
+    guard var value = taken.take() else { return next }
     combine(&value, next)
     return value
   }
@@ -212,30 +215,31 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     return effects
   }
 
+  /// Ends `id`'s pending burst by running its task at `now`, whatever the spacing.
   @inlinable
-  mutating func flush(_ id: LineID) -> BurstEffects {
+  mutating func flush(_ id: LineID, at now: TimelineInstant) -> BurstEffects {
     var effects = BurstEffects()
-    flush(id, &effects)
+    flush(id, at: now, &effects)
     return effects
   }
 
-  @usableFromInline
+  @inlinable
   mutating func cancelAll() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { cancel(id, &effects) }
     return effects
   }
 
-  @usableFromInline
-  mutating func flushAll() -> BurstEffects {
+  @inlinable
+  mutating func flushAll(at now: TimelineInstant) -> BurstEffects {
     var effects = BurstEffects()
-    for id in lines.pendingIDs() { flush(id, &effects) }
+    for id in lines.pendingIDs() { flush(id, at: now, &effects) }
     return effects
   }
 
   /// The owner is going away: cancel every pending burst, forget the tasks given last, and
   /// stop the timer.
-  @usableFromInline
+  @inlinable
   mutating func release() -> BurstEffects {
     var effects = BurstEffects()
     for id in lines.pendingIDs() { cancel(id, forgettingWork: true, &effects) }
@@ -259,8 +263,9 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   }
 
   @inlinable
-  mutating func flush(_ id: LineID, _ effects: inout BurstEffects) {
-    guard let position = lines.position(of: id), let ending = lines[at: position].flush()
+  mutating func flush(_ id: LineID, at now: TimelineInstant, _ effects: inout BurstEffects) {
+    guard let position = lines.position(of: id),
+      let ending = lines[at: position].flush(at: now, rules: rules)
     else { return }
     end(ending, of: id, at: position, &effects)
   }
@@ -290,10 +295,21 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
         lines.staleTimerHandedOut()
         continue
       }
-      switch lines[at: position].fire(at: now, generation: generation, ids: &book.ids) {
-      case .stale: lines.staleTimerHandedOut()
+      switch lines[at: position].fire(
+        at: now, generation: generation, rules: rules, ids: &book.ids)
+      {
+      case .stale:
+        lines.staleTimerHandedOut()
+        // An idle line kept for its spacing goes once the spacing has passed.
+        if Lines.dropsIdleLines && lines[at: position].isIdle(at: now) { lines.remove(id) }
       case .rearm(let timer): lines.schedule(timer, for: id)
       case .ended(let ending): end(ending, of: id, at: position, &effects)
+      case .runReady:
+        lines.staleTimerHandedOut()
+        book.ready.append(id)
+        startWorkers(&effects)
+      case .gateOpened:
+        lines.staleTimerHandedOut()
       }
     }
     if popped == limit, let earliest = lines.earliestDeadline, earliest <= now {
@@ -314,7 +330,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     if let run = ending.run { decide(run, for: id, at: position, &effects) }
     pendingCount -= 1
     if !keepsLastWork { lines[at: position].forgetWork() }
-    if Lines.dropsIdleLines && lines[at: position].isIdle { lines.remove(id) }
+    dropIfIdle(id, at: position, &effects)
     book.burstEnded(&effects)
   }
 
@@ -328,7 +344,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     finishing finished: [LineID], batchLimit: Int = 64
   ) -> (runs: [(LineID, Run)], effects: BurstEffects) {
     var effects = BurstEffects()
-    for id in finished { runFinished(id) }
+    for id in finished { runFinished(id, &effects) }
     let ready = book.ready.count
     let size = min(ready, max(1, min(batchLimit, ready / max(workerLimit, 1))))
     var runs: [(LineID, Run)] = []
@@ -349,7 +365,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     run: (id: LineID, run: Run)?, effects: BurstEffects
   ) {
     var effects = BurstEffects()
-    if let finished { runFinished(finished) }
+    if let finished { runFinished(finished, &effects) }
     var next: (LineID, Run)?
     if let id = book.ready.popFirst() {
       next = (id, lines[at: lines.position(of: id)!].startNextRun())
@@ -363,22 +379,46 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
 
   /// A run of `id`'s line returned: its next run is ready, or the line may be dropped.
   @inlinable
-  mutating func runFinished(_ id: LineID) {
+  mutating func runFinished(_ id: LineID, _ effects: inout BurstEffects) {
     let position = lines.position(of: id)!
     _ = book.runFinished()
     if lines[at: position].runFinished() {
       book.ready.append(id)
-    } else if Lines.dropsIdleLines && lines[at: position].isIdle {
-      lines.remove(id)
+    } else {
+      dropIfIdle(id, at: position, &effects)
     }
   }
 
-  /// Decides `run` for `id`'s line: it starts once the line's earlier runs have returned.
+  /// Drops an idle keyed line; with `minimumSpacing`, the line keeps its last run's start until
+  /// the spacing has passed, and a timer at that instant drops it then.
+  @inlinable
+  mutating func dropIfIdle(_ id: LineID, at position: Int, _ effects: inout BurstEffects) {
+    guard Lines.dropsIdleLines && lines[at: position].isIdle else { return }
+    guard rules.minimumSpacingNanoseconds != nil else { return lines.remove(id) }
+    let check = TimerRequest(
+      deadline: lines[at: position].spacingEnds, generation: book.ids.nextGeneration())
+    lines.timerReplaced()  // a timer no machine names: handed out as stale
+    lines.scheduleGate(check, for: id)
+    if book.armed.map({ $0.deadline > check.deadline }) ?? true {
+      arm(at: check.deadline, &effects)
+    }
+  }
+
+  /// Decides `run` for `id`'s line: it starts once the line's earlier runs have returned, and,
+  /// with a start the spacing put later, once a timer has opened its gate.
   @inlinable
   mutating func decide(
     _ run: Run, for id: LineID, at position: Int, _ effects: inout BurstEffects
   ) {
     book.runDecided()
+    var run = run
+    if let startsAt = run.startsAt {
+      let gate = TimerRequest(deadline: startsAt, generation: book.ids.nextGeneration())
+      run.gate = gate.generation
+      lines.timerReplaced()  // no machine names it either
+      lines.scheduleGate(gate, for: id)
+      if book.armed.map({ $0.deadline > startsAt }) ?? true { arm(at: startsAt, &effects) }
+    }
     if lines[at: position].decide(run) { book.ready.append(id) }
     startWorkers(&effects)
   }

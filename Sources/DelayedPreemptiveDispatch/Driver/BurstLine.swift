@@ -36,6 +36,15 @@ struct BurstLine<Work: Sendable>: Sendable {
   /// The generation of the machine's live timer, if one is in flight.
   @inlinable var liveTimerGeneration: UInt64? { machine.liveTimerGeneration }
 
+  /// Whether a scheduled timer named `generation` still matters to the line: its machine's live
+  /// timer, the gate of its oldest run, or (while it is idle, kept for its spacing) the check
+  /// that drops it.
+  @inlinable
+  func awaitsTimer(_ generation: UInt64) -> Bool {
+    liveTimerGeneration == generation || isIdle
+      || decided.contains { $0.gate == generation }
+  }
+
   // MARK: - The machine's answers
 
   /// A submission; a `leading` run or an ended burst in the answer is not yet decided: the
@@ -81,29 +90,45 @@ struct BurstLine<Work: Sendable>: Sendable {
   mutating func join(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
     ids: inout BurstIDs
-  ) -> (ticket: DelayTicket, timer: TimerRequest?, preempted: BurstRecord?) {
-    let (seq, timer) = machine.join(
+  ) -> (ticket: DelayTicket, timer: TimerRequest?, preempted: BurstRecord?, endsNow: Bool) {
+    let (seq, timer, endsNow) = machine.join(
       at: now, until: requested, work: work, rules: rules, ids: &ids)
     let (ticket, preempted) = ledger.join(seq: seq)
-    return (ticket, timer, preempted)
+    return (ticket, timer, preempted, endsNow)
   }
 
-  /// The line's timer named `generation` fired at `now`.
+  /// Ends the pending burst that a submission made due at `now` (``join(at:until:work:rules:ids:)``
+  /// said `endsNow`).
+  @inlinable
+  mutating func endDueBurst(at now: TimelineInstant, rules: BurstRules) -> BurstEnding<Work> {
+    let (work, end) = machine.endDueBurst(at: now, rules: rules)
+    return ended(work, end)
+  }
+
+  /// The line's timer named `generation` fired at `now`: the gate of a run waiting for the
+  /// spacing opens, or the machine's timer fires.
   @inlinable
   mutating func fire(
-    at now: TimelineInstant, generation: UInt64, ids: inout BurstIDs
+    at now: TimelineInstant, generation: UInt64, rules: BurstRules, ids: inout BurstIDs
   ) -> LineFire<Work> {
-    switch machine.timerFired(at: now, generation: generation, ids: &ids) {
+    if decided.contains(where: { $0.gate == generation }) {
+      let opensOldest = decided.first?.gate == generation
+      decided.modifyAll { if $0.gate == generation { $0.gate = nil } }
+      // The line waited on this gate only when the run is its oldest and nothing runs; a run
+      // behind others starts after them, as usual.
+      return opensOldest && !isRunning ? .runReady : .gateOpened
+    }
+    switch machine.timerFired(at: now, generation: generation, rules: rules, ids: &ids) {
     case .stale: return .stale
     case .rearm(let timer): return .rearm(timer)
     case .ended(let work, let end): return .ended(ended(work, end))
     }
   }
 
-  /// Ends the pending burst by running its task; `nil` when idle.
+  /// Ends the pending burst by running its task at `now`; `nil` when idle.
   @inlinable
-  mutating func flush() -> BurstEnding<Work>? {
-    machine.flush().map { ended($0.0, $0.1) }
+  mutating func flush(at now: TimelineInstant, rules: BurstRules) -> BurstEnding<Work>? {
+    machine.flush(at: now, rules: rules).map { ended($0.0, $0.1) }
   }
 
   /// Ends the pending burst without running it; `nil` when idle. With `forgettingWork`, the
@@ -137,11 +162,11 @@ struct BurstLine<Work: Sendable>: Sendable {
   // MARK: - Runs
 
   /// Appends a decided run; returns whether the line just became ready to start it (no run of
-  /// the line is running or waiting before it).
+  /// the line is running or waiting before it, and the run waits for no spacing).
   @inlinable
   mutating func decide(_ run: DecidedRun<Work>) -> Bool {
     decided.append(run)
-    return !isRunning && decided.count == 1
+    return !isRunning && decided.count == 1 && run.gate == nil
   }
 
   /// `cancelsRunningTask`: a new burst started, so every run of the earlier bursts is stale.
@@ -170,7 +195,18 @@ struct BurstLine<Work: Sendable>: Sendable {
   @inlinable
   mutating func runFinished() -> Bool {
     isRunning = false
-    return !decided.isEmpty
+    guard let next = decided.first else { return false }
+    return next.gate == nil
+  }
+
+  /// When the spacing of the line's last run ends (zero without spacing).
+  @inlinable var spacingEnds: TimelineInstant { machine.nextRunStart }
+
+  /// Whether the line holds nothing and the spacing of its last run has passed by `now`: it
+  /// may be dropped.
+  @inlinable
+  func isIdle(at now: TimelineInstant) -> Bool {
+    isIdle && machine.spacingAllowsRun(at: now)
   }
 
   // MARK: - Helpers
@@ -183,8 +219,9 @@ struct BurstLine<Work: Sendable>: Sendable {
   @inlinable
   mutating func ended(_ work: Work?, _ end: Machine.BurstEnd) -> BurstEnding<Work> {
     let record = ledger.end()
+    var run = work.map { DecidedRun(work: $0, record: record, isLeading: false) }
+    run?.startsAt = end.runStartsAt
     return BurstEnding(
-      run: work.map { DecidedRun(work: $0, record: record, isLeading: false) },
-      resolution: BurstResolution(record: record, lastSeq: end.lastSeq, cancelled: false))
+      run: run, resolution: BurstResolution(record: record, lastSeq: end.lastSeq, cancelled: false))
   }
 }

@@ -30,8 +30,12 @@ protocol BurstLines<Work>: Sendable {
   /// Makes every line forget the task given last (the owner is going away).
   mutating func forgetAllWork()
 
-  /// Schedules `timer` for `id`'s line.
+  /// Schedules `timer` for `id`'s line, the one its machine names (it replaces the line's
+  /// earlier one).
   mutating func schedule(_ timer: TimerRequest, for id: LineID)
+  /// Schedules a timer of `id`'s line that no machine names: the gate of a run waiting for the
+  /// spacing, or the check that drops a line kept for its spacing.
+  mutating func scheduleGate(_ timer: TimerRequest, for id: LineID)
   /// A line's scheduled timer was replaced by an earlier one, and is stale now.
   mutating func timerReplaced()
   /// ``popDue(by:)`` handed out a timer that its line did not name any more.

@@ -16,6 +16,21 @@ struct FIFO<Element> {
     elements.append(element)
   }
 
+  /// The oldest element, if any.
+  @inlinable var first: Element? { head < elements.count ? elements[head] : nil }
+
+  /// Whether an element satisfies `predicate`.
+  @inlinable
+  func contains(where predicate: (Element) -> Bool) -> Bool {
+    elements[head...].contains { $0.map(predicate) ?? false }
+  }
+
+  /// Changes every element in place, oldest first.
+  @inlinable
+  mutating func modifyAll(_ change: (inout Element) -> Void) {
+    for index in head..<elements.count { change(&elements[index]!) }
+  }
+
   @inlinable
   mutating func popFirst() -> Element? {
     guard head < elements.count else { return nil }

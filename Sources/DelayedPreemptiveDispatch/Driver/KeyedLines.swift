@@ -45,7 +45,7 @@ struct KeyedLines<Key: Hashable & Sendable, Work: Sendable>: BurstLines {
       heap = TimerHeap()
       staleEntries = 0
     } else if staleEntries > 1_024, staleEntries * 2 > heap.count {
-      heap.compact { entry in keys[entry.key]?.liveTimerGeneration == entry.generation }
+      heap.compact { entry in keys[entry.key]?.awaitsTimer(entry.generation) ?? false }
       staleEntries = 0
     }
   }
@@ -68,6 +68,11 @@ struct KeyedLines<Key: Hashable & Sendable, Work: Sendable>: BurstLines {
   @inlinable
   mutating func schedule(_ timer: TimerRequest, for id: Key) {
     heap.insert(TimerHeap.Entry(deadline: timer.deadline, generation: timer.generation, key: id))
+  }
+
+  @inlinable
+  mutating func scheduleGate(_ timer: TimerRequest, for id: Key) {
+    schedule(timer, for: id)
   }
 
   @inlinable

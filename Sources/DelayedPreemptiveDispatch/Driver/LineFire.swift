@@ -7,4 +7,8 @@ enum LineFire<Work: Sendable> {
   case rearm(TimerRequest)
   /// The burst ended.
   case ended(BurstEnding<Work>)
+  /// The line's oldest decided run waited for the spacing, and may start now.
+  case runReady
+  /// A decided run behind others waited for the spacing: it starts after them, as usual.
+  case gateOpened
 }

@@ -12,6 +12,9 @@ struct SingleLine<Work: Sendable>: BurstLines {
 
   @usableFromInline var line = BurstLine<Work>(work: nil, tracking: .none, keepsAll: false)
   @usableFromInline var timer: TimerRequest?
+  /// The gates of runs waiting for the spacing, earliest first (each opens later than the one
+  /// before: a gated run starts the spacing of the next).
+  @usableFromInline var gates: [TimerRequest] = []
 
   @inlinable static var dropsIdleLines: Bool { false }
 
@@ -60,16 +63,33 @@ struct SingleLine<Work: Sendable>: BurstLines {
   }
 
   @inlinable
+  mutating func scheduleGate(_ timer: TimerRequest, for id: LineID) {
+    let index = gates.firstIndex { $0.deadline > timer.deadline } ?? gates.endIndex
+    gates.insert(timer, at: index)
+  }
+
+  @inlinable
   mutating func timerReplaced() {}
 
   @inlinable
   mutating func popDue(by now: TimelineInstant) -> (id: LineID, generation: UInt64)? {
+    if let gate = gates.first, gate.deadline <= now,
+      gate.deadline <= timer?.deadline ?? gate.deadline
+    {
+      gates.removeFirst()
+      return (LineID(), gate.generation)
+    }
     guard let timer, timer.deadline <= now else { return nil }
     self.timer = nil
     return (LineID(), timer.generation)
   }
 
-  @inlinable var earliestDeadline: TimelineInstant? { timer?.deadline }
+  @inlinable var earliestDeadline: TimelineInstant? {
+    switch (timer?.deadline, gates.first?.deadline) {
+    case (let timer?, let gate?): min(timer, gate)
+    case (let timer, let gate): timer ?? gate
+    }
+  }
 
-  @inlinable var scheduledCount: Int { timer == nil ? 0 : 1 }
+  @inlinable var scheduledCount: Int { (timer == nil ? 0 : 1) + gates.count }
 }

@@ -116,9 +116,9 @@ where C.Duration == Duration {
   @discardableResult
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
     guard let combine else { return submit(key, .duration(duration), work: value) }
-    let taken = driver.takeValueToCombine(key)
-    return submit(
-      key, .duration(duration), work: BurstDriver<Lines>.merge(value, into: taken, with: combine))
+    let merged = BurstDriver<Lines>.merge(
+      value, into: driver.takeValueToCombine(key), with: combine)
+    return submit(key, .duration(duration), work: merged)
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.

@@ -11,12 +11,21 @@ struct BurstRules: Sendable {
   @usableFromInline let tolerance: Duration?
   /// `maxSubmissions`; `nil` for no bound.
   @usableFromInline let maxSubmissions: UInt32?
+  /// `minimumSpacing` in nanoseconds; `nil` for none (also for zero).
+  @usableFromInline let minimumSpacingNanoseconds: Int64?
 
-  /// - Precondition: `options.maxSubmissions`, when given, is at least 1.
+  /// - Precondition: `options.maxSubmissions`, when given, is at least 1, and
+  ///   `options.minimumSpacing` is not negative.
   @usableFromInline
   init(_ options: DelayOptions) {
     if let maxSubmissions = options.maxSubmissions {
       DelayOptions.requireValid(maxSubmissions: maxSubmissions)
+    }
+    if let minimumSpacing = options.minimumSpacing {
+      DelayOptions.requireValid(minimumSpacing: minimumSpacing)
+    }
+    minimumSpacingNanoseconds = options.minimumSpacing.map(\.saturatingNanoseconds).flatMap {
+      $0 > 0 ? $0 : nil
     }
     self.maxSubmissions = options.maxSubmissions.map { UInt32(clamping: $0) }
     deadlinePolicy = options.deadlinePolicy

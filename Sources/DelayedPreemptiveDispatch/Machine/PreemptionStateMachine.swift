@@ -23,10 +23,15 @@ struct PreemptionStateMachine<Work> {
     /// leading submission. Every other submission of the burst except the leading one was
     /// preempted.
     @usableFromInline var lastSeq: UInt64?
+    /// With `minimumSpacing`: the instant the burst's run may start, when later than its end
+    /// (a burst that reached `maxSubmissions` before the spacing allowed its run); `nil`: at
+    /// once.
+    @usableFromInline var runStartsAt: TimelineInstant?
 
     @inlinable
-    init(lastSeq: UInt64?) {
+    init(lastSeq: UInt64?, runStartsAt: TimelineInstant? = nil) {
       self.lastSeq = lastSeq
+      self.runStartsAt = runStartsAt
     }
   }
 
@@ -40,8 +45,9 @@ struct PreemptionStateMachine<Work> {
     /// The submission joined the pending burst, preempting every earlier non-leading one; arm
     /// `timer` if present.
     case joined(seq: UInt64, timer: TimerRequest?)
-    /// The submission reached `maxSubmissions` (it started the burst when `started`, and then
-    /// `leading` runs first): the burst ended at once, running `run` if present, as a flush.
+    /// The submission reached `maxSubmissions`, or made its burst due at the current instant
+    /// (it started the burst when `started`, and then `leading` runs first): the burst ended at
+    /// once, running `run` if present, as a flush.
     case completed(seq: UInt64, started: Bool, leading: Work?, run: Work?, end: BurstEnd)
   }
 
@@ -95,13 +101,31 @@ struct PreemptionStateMachine<Work> {
 
   // The machine's state is its own: other types read and change it through its methods only.
   // (The fields are `@usableFromInline` for the inlinable methods, not for other types.)
-  // Declared widest first, so that the keyed driver's per-key state packs tightly.
+  // Declared so that the keyed driver's per-key state packs tightly: the small `lastWork` of a
+  // `Void` line fills the optional burst's tail, and the live timer is two plain words (its
+  // generation 0 means none) rather than an optional with a tag byte of its own.
   @usableFromInline var burst: Burst?
-  /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
-  /// it. Never nil while a burst is pending.
-  @usableFromInline var liveTimer: TimerRequest?
   /// The task given last, at init or by a submission; `work: nil` reuses it.
   @usableFromInline var lastWork: Work?
+  @usableFromInline var liveTimerDeadline = TimelineInstant(nanoseconds: 0)
+  /// 0: no timer in flight (generations start at 1).
+  @usableFromInline var liveTimerGenerationOrZero: UInt64 = 0
+  /// With `minimumSpacing`: the earliest instant the next run may start, the previous run's
+  /// start plus the spacing. Stays zero (no constraint) without it.
+  @usableFromInline var nextRunStart = TimelineInstant(nanoseconds: 0)
+
+  /// The earliest timer armed and not yet fired; while a burst is pending, the one that serves
+  /// it. Never nil while a burst is pending.
+  @inlinable var liveTimer: TimerRequest? {
+    get {
+      liveTimerGenerationOrZero == 0
+        ? nil : TimerRequest(deadline: liveTimerDeadline, generation: liveTimerGenerationOrZero)
+    }
+    set {
+      liveTimerDeadline = newValue?.deadline ?? TimelineInstant(nanoseconds: 0)
+      liveTimerGenerationOrZero = newValue?.generation ?? 0
+    }
+  }
 
   @inlinable
   init(work: Work?) {
@@ -126,8 +150,21 @@ struct PreemptionStateMachine<Work> {
     return lastWork.take()
   }
 
+  /// The instant the pending burst is due: its deadline, but no sooner than the spacing allows
+  /// (T1).
+  @inlinable
+  func due(_ burst: Burst) -> TimelineInstant {
+    max(burst.deadline, nextRunStart)
+  }
+
+  /// Whether the spacing has passed by `now` since the previous run's start.
+  @inlinable
+  func spacingAllowsRun(at now: TimelineInstant) -> Bool {
+    nextRunStart <= now
+  }
+
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
-  /// `now` means "due now".
+  /// `now` means "due now". A burst that is due at `now` ends at once (T5).
   @inlinable
   mutating func delay(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
@@ -138,88 +175,120 @@ struct PreemptionStateMachine<Work> {
     let seq = ids.nextSequence()
     let requested = max(requested, now)
     guard var burst else {
+      // `leading` runs at once only when no run started within the spacing (T2).
+      let leads = rules.leading && spacingAllowsRun(at: now)
       let burst = Burst(
-        lastSeq: seq, leading: rules.leading, quietDeadline: requested,
+        lastSeq: seq, leading: leads, quietDeadline: requested,
         maxWaitDeadline: rules.maxWaitNanoseconds.map { now.advanced(byNanoseconds: $0) })
       self.burst = burst
-      let leading = rules.leading ? lastWork : nil
-      if rules.maxSubmissions == 1 { return complete(burst, seq: seq, started: true, leading) }
-      let adopts = liveTimer.map { $0.deadline <= burst.deadline } ?? false
+      let leading = leads ? lastWork : nil
+      if leads { runStarted(at: now, rules: rules) }
+      if rules.maxSubmissions == 1 || due(burst) <= now {
+        return complete(burst, seq: seq, started: true, leading, at: now, rules: rules)
+      }
+      let adopts = liveTimer.map { $0.deadline <= due(burst) } ?? false
       return .started(
-        seq: seq, timer: adopts ? nil : arm(burst.deadline, ids: &ids), leading: leading)
+        seq: seq, timer: adopts ? nil : arm(due(burst), ids: &ids), leading: leading)
     }
     burst.join(seq)
     burst.submissions &+= 1
+    moveDeadline(&burst, until: requested, rules: rules)
     if let maxSubmissions = rules.maxSubmissions, burst.submissions >= maxSubmissions {
-      return complete(burst, seq: seq, started: false, nil)
+      return complete(burst, seq: seq, started: false, nil, at: now, rules: rules)
     }
-    return .joined(seq: seq, timer: move(&burst, until: requested, rules: rules, ids: &ids))
+    if due(burst) <= now {
+      return complete(burst, seq: seq, started: false, nil, at: now, rules: rules)
+    }
+    return .joined(seq: seq, timer: timer(for: burst, rules: rules, ids: &ids))
   }
 
   /// A submission to the pending burst when no `maxSubmissions` can end it: the rules of
-  /// ``delay(at:until:work:rules:ids:)`` for that case, without building its action (the single
-  /// shells' hot path). Returns the submission's number and the timer to arm, if any.
+  /// ``delay(at:until:work:rules:ids:)`` for that case, without building its action (the shells'
+  /// hot path). Returns the submission's number and the timer to arm, if any; `endsNow` when the
+  /// submission made the burst due at `now`: the caller then ends it with
+  /// ``endDueBurst(at:rules:)`` (no timer was armed for it).
   ///
   /// - Precondition: a burst is pending, and `rules.maxSubmissions` is `nil`.
   @inlinable @inline(__always)
   mutating func join(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
     ids: inout BurstIDs
-  ) -> (seq: UInt64, timer: TimerRequest?) {
+  ) -> (seq: UInt64, timer: TimerRequest?, endsNow: Bool) {
     if let work { lastWork = work }
     let seq = ids.nextSequence()
     guard var burst else {
       preconditionFailure("Internal inconsistency: a submission joined no pending burst")
     }
     burst.join(seq)  // `submissions` is not counted: no `maxSubmissions` reads it
-    return (seq, move(&burst, until: max(requested, now), rules: rules, ids: &ids))
+    moveDeadline(&burst, until: max(requested, now), rules: rules)
+    if due(burst) <= now { return (seq, nil, true) }
+    return (seq, timer(for: burst, rules: rules, ids: &ids), false)
   }
 
   /// Moves the pending burst's deadline for a submission that asks for `requested` (not before
-  /// now) under the deadline policy, stores the burst, and returns the timer to arm, if any.
+  /// now) under the deadline policy, and stores the burst.
   @inlinable @inline(__always)
-  mutating func move(
-    _ burst: inout Burst, until requested: TimelineInstant, rules: BurstRules, ids: inout BurstIDs
-  ) -> TimerRequest? {
+  mutating func moveDeadline(
+    _ burst: inout Burst, until requested: TimelineInstant, rules: BurstRules
+  ) {
     switch rules.deadlinePolicy {
     case .extend: burst.quietDeadline = max(burst.quietDeadline, requested)
     case .restart: burst.quietDeadline = requested
     }
     self.burst = burst
-    // The live timer fires early and re-arms when the deadline moved later; it is replaced only
-    // when the deadline moved earlier by more than the tolerance.
-    if let armed = liveTimer?.deadline, burst.deadline < armed,
-      burst.deadline.advanced(byNanoseconds: rules.toleranceNanoseconds) < armed
+  }
+
+  /// The timer to arm for the pending burst, if any: the live timer fires early and re-arms
+  /// when the burst became due later; it is replaced only when the burst became due earlier by
+  /// more than the tolerance.
+  @inlinable @inline(__always)
+  mutating func timer(for burst: Burst, rules: BurstRules, ids: inout BurstIDs) -> TimerRequest? {
+    let due = due(burst)
+    if let armed = liveTimer?.deadline, due < armed,
+      due.advanced(byNanoseconds: rules.toleranceNanoseconds) < armed
     {
-      return arm(burst.deadline, ids: &ids)
+      return arm(due, ids: &ids)
     }
     return nil
   }
 
   /// The timer named `generation` fired at `now`.
   @inlinable
-  mutating func timerFired(at now: TimelineInstant, generation: UInt64, ids: inout BurstIDs)
-    -> FireAction
-  {
+  mutating func timerFired(
+    at now: TimelineInstant, generation: UInt64, rules: BurstRules, ids: inout BurstIDs
+  ) -> FireAction {
     guard generation == liveTimer?.generation else { return .stale }
     liveTimer = nil
     // The burst it was armed for ended: nothing to do, and nothing in flight any more.
     guard let burst else { return .stale }
-    if now < burst.deadline { return .rearm(arm(burst.deadline, ids: &ids)) }
-    return endWithRun(burst)
+    if now < due(burst) { return .rearm(arm(due(burst), ids: &ids)) }
+    return endWithRun(burst, at: now, rules: rules)
   }
 
-  /// Ends the pending burst by running its task now; `nil` when idle.
+  /// Ends the pending burst, which a submission made due at `now` (see
+  /// ``join(at:until:work:rules:ids:)``).
   @inlinable
-  mutating func flush() -> (Work?, BurstEnd)? {
+  mutating func endDueBurst(at now: TimelineInstant, rules: BurstRules) -> (Work?, BurstEnd) {
+    guard let burst, case .ended(let work, let end) = endWithRun(burst, at: now, rules: rules)
+    else {
+      preconditionFailure("Internal inconsistency: no due burst to end at \(now)")
+    }
+    return (work, end)
+  }
+
+  /// Ends the pending burst by running its task now, whatever the spacing (T3); `nil` when
+  /// idle.
+  @inlinable
+  mutating func flush(at now: TimelineInstant, rules: BurstRules) -> (Work?, BurstEnd)? {
     guard let burst else { return nil }
-    guard case .ended(let work, let end) = endWithRun(burst) else {
+    guard case .ended(let work, let end) = endWithRun(burst, at: now, rules: rules) else {
       preconditionFailure("Internal inconsistency: flush() of \(burst) did not end it")
     }
     return (work, end)
   }
 
-  /// Ends the pending burst without running it; `nil` when idle.
+  /// Ends the pending burst without running it; `nil` when idle. The spacing still counts from
+  /// the previous run's start (T3).
   @inlinable
   mutating func cancel() -> BurstEnd? {
     guard let burst else { return nil }
@@ -241,27 +310,42 @@ struct PreemptionStateMachine<Work> {
     lastWork = nil
   }
 
+  /// A run starts at `instant`: with `minimumSpacing`, the next one may start no sooner than
+  /// the spacing after it.
   @inlinable
-  mutating func endWithRun(_ burst: Burst) -> FireAction {
+  mutating func runStarted(at instant: TimelineInstant, rules: BurstRules) {
+    guard let spacing = rules.minimumSpacingNanoseconds else { return }
+    nextRunStart = instant.advanced(byNanoseconds: spacing)
+  }
+
+  @inlinable
+  mutating func endWithRun(
+    _ burst: Burst, at now: TimelineInstant, rules: BurstRules
+  ) -> FireAction {
     // The burst ends; the live timer stays in flight, for a later burst to adopt.
     self.burst = nil
     guard burst.hasTrailingSubmission else { return .ended(nil, BurstEnd(lastSeq: nil)) }
     guard let lastWork else {
       preconditionFailure("Internal inconsistency: burst \(burst) has no task to run")
     }
+    runStarted(at: now, rules: rules)
     return .ended(lastWork, BurstEnd(lastSeq: burst.lastSeq))
   }
 
-  /// `maxSubmissions` reached: the burst ends at once, as a flush would end it; its live timer
-  /// stays in flight, for a later burst to adopt. Kept out of line: the submissions that do not
-  /// complete a burst are the hot path.
+  /// The burst ended at a submission (`maxSubmissions`, or due now); its live timer stays in
+  /// flight, for a later burst to adopt. A burst that reached `maxSubmissions` before the
+  /// spacing allows its run is closed now, and its run waits for the spacing (T2). Kept out of
+  /// line: the submissions that do not end a burst are the hot path.
   @inlinable @inline(never)
   mutating func complete(
-    _ burst: Burst, seq: UInt64, started: Bool, _ leading: Work?
+    _ burst: Burst, seq: UInt64, started: Bool, _ leading: Work?, at now: TimelineInstant,
+    rules: BurstRules
   ) -> DelayAction {
-    guard case .ended(let run, let end) = endWithRun(burst) else {
+    let start = max(now, nextRunStart)
+    guard case .ended(let run, var end) = endWithRun(burst, at: start, rules: rules) else {
       preconditionFailure("Internal inconsistency: completing \(burst) did not end it")
     }
+    if run != nil && start > now { end.runStartsAt = start }
     return .completed(seq: seq, started: started, leading: leading, run: run, end: end)
   }
 

@@ -29,18 +29,54 @@ public struct DelayOptions: Sendable, Hashable {
   /// - Precondition: at least 1 when given; the instance that takes the options stops with a
   ///   message naming `maxSubmissions` otherwise.
   public var maxSubmissions: Int?
+  /// Throttling: no run starts sooner than this after the start of the previous run (of the
+  /// same instance, key or iterator). A burst that would be due sooner becomes due at the
+  /// previous run's start plus this spacing, and takes submissions until then under the usual
+  /// rules; a `leading` submission runs at once only when no run started within the spacing;
+  /// `flush` ignores it, and the spacing of the next run counts from the flushed run's start.
+  /// A run *starts* at the instant the burst that decides it ends (its deadline, a flush, or
+  /// `maxSubmissions`), on the instance's clock. `nil` (the default) or zero: runs may follow
+  /// each other at once. See ``throttle(_:)`` and the article "Throttling".
+  ///
+  /// - Precondition: not negative; the instance stops with a message naming `minimumSpacing`.
+  public var minimumSpacing: Duration?
 
   /// Creates options; every parameter has the default described on its property.
   public init(
     deadlinePolicy: DeadlinePolicy = .extend, maxWait: Duration? = nil, leading: Bool = false,
-    tolerance: Duration? = nil, maxSubmissions: Int? = nil
+    tolerance: Duration? = nil, maxSubmissions: Int? = nil, minimumSpacing: Duration? = nil
   ) {
     if let maxSubmissions { Self.requireValid(maxSubmissions: maxSubmissions) }
+    if let minimumSpacing { Self.requireValid(minimumSpacing: minimumSpacing) }
+    self.minimumSpacing = minimumSpacing
     self.deadlinePolicy = deadlinePolicy
     self.maxWait = maxWait
     self.leading = leading
     self.tolerance = tolerance
     self.maxSubmissions = maxSubmissions
+  }
+
+  /// A throttle: at most one run per `interval`. Used with a zero delay, the first submission
+  /// after a quiet interval runs at once, the latest submission of each interval runs at the
+  /// interval's end (by the timer, never later), and no two runs start less than `interval`
+  /// apart; the spacing always counts from the previous run's start.
+  ///
+  /// ```swift
+  /// let progress = DelayedPreemptiveDispatchQueue(options: .throttle(.seconds(1)))
+  /// progress.delay(0) { report(current) }   // at most once a second, the latest state
+  /// ```
+  ///
+  /// The same as `DelayOptions(minimumSpacing: interval)`.
+  public static func throttle(_ interval: Duration) -> DelayOptions {
+    DelayOptions(minimumSpacing: interval)
+  }
+
+  /// Stops with a message naming the parameter when `minimumSpacing` is negative.
+  static func requireValid(minimumSpacing: Duration) {
+    requireArgument(
+      minimumSpacing >= .zero,
+      "DelayOptions: minimumSpacing must not be negative (zero or nil for none), got "
+        + "\(minimumSpacing)")
   }
 
   /// Stops with a message naming the parameter when `maxSubmissions` is below 1.

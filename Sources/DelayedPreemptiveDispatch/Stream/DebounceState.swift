@@ -52,9 +52,13 @@ struct DebounceState<Element: Sendable>: Sendable {
   @usableFromInline var readingStarted = false
   @usableFromInline var readingEnded = false
   @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
+  /// `throttled(for:latest: false)`: a burst keeps its first element instead of its last, with
+  /// the `combine` merge of the keyed types (a merge that keeps what it has).
+  @usableFromInline let keepsFirst: Bool
 
   @inlinable
-  init(options: DelayOptions) {
+  init(options: DelayOptions, keepsFirst: Bool = false) {
+    self.keepsFirst = keepsFirst
     driver = BurstDriver(
       options: options, maxConcurrentTasks: 1, tracking: .none,
       instance: "AsyncDebouncedSequence")
@@ -115,18 +119,22 @@ struct DebounceState<Element: Sendable>: Sendable {
     _ element: Element, at now: TimelineInstant, after interval: Int64, _ effects: inout Effects
   ) -> Bool {
     guard case .reading = phase else { return false }
+    var work = element
+    if keepsFirst, let first = driver.takeValueToCombine(Lines.LineID()) { work = first }
     _ = driver.delay(
-      Lines.LineID(), .nanoseconds(interval), now: now, work: element, owner: noTicketOwner,
+      Lines.LineID(), .nanoseconds(interval), now: now, work: work, owner: noTicketOwner,
       effects: &effects.burst)
     emitDecided(&effects)
     return true
   }
 
   /// The base finished (`.success`) or threw: the pending element is due at once, then the end.
-  @inlinable mutating func baseEnded(_ end: Result<Void, any Error>, _ effects: inout Effects) {
+  @inlinable mutating func baseEnded(
+    _ end: Result<Void, any Error>, at now: TimelineInstant, _ effects: inout Effects
+  ) {
     guard case .reading = phase else { return }
     reading = nil
-    effects.burst = driver.flush(Lines.LineID())
+    effects.burst = driver.flush(Lines.LineID(), at: now)
     emitDecided(&effects)
     effects.burst.cancelledTimer = driver.release().cancelledTimer
     if let consumer = consumer.take() {

@@ -1,4 +1,4 @@
-/// One iteration of an ``AsyncDebouncedSequence``: the shell that reads the base in a task of
+/// One iteration of an ``AsyncDebouncedSequence`` or an ``AsyncThrottledSequence``: the shell that reads the base in a task of
 /// its own, arms the machine's timer on the clock, and hands due elements to the consumer.
 ///
 /// Each event takes the lock once for its transition (``DebounceState``) and performs the
@@ -24,19 +24,23 @@ where Base.Element: Sendable, C.Duration == Duration {
   @usableFromInline let state: LockBox<State>
 
   @usableFromInline
-  init(base: Base, interval: Duration, options: DelayOptions, clock: C) {
+  init(
+    base: Base, interval: Duration, options: DelayOptions, clock: C, keepsFirst: Bool = false
+  ) {
     self.base = base
     timer = ClockTimer(clock: clock)
     timeline = timer.timeline
     tolerance = options.tolerance
     intervalNanoseconds = interval.saturatingNanoseconds
-    state = LockBox(State(options: options))
+    state = LockBox(State(options: options, keepsFirst: keepsFirst))
   }
 
   // MARK: - The consumer
 
+  /// The next due element, for an iterator (and the marble runner of
+  /// `DelayedPreemptiveDispatchTesting`, which holds the iterator meanwhile).
   @inlinable
-  func next() async rethrows -> Element? {
+  package func next() async rethrows -> Base.Element? {
     let result = await withTaskCancellationHandler {
       await withUnsafeContinuation { (consumer: State.Consumer) in
         var effects = State.Effects()
@@ -102,8 +106,9 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   @inlinable
   func baseEnded(_ end: Result<Void, any Error>) {
+    let now = timeline.saturatingNow()
     var effects = State.Effects()
-    state.withLock { $0.baseEnded(end, &effects) }
+    state.withLock { $0.baseEnded(end, at: now, &effects) }
     perform(effects)
   }
 

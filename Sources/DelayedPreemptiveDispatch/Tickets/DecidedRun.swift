@@ -9,6 +9,11 @@ struct DecidedRun<Work: Sendable>: Sendable {
   /// A newer burst made this run stale before it started (`cancelsRunningTask`): it starts in
   /// a cancelled task.
   @usableFromInline var isStale = false
+  /// With `minimumSpacing`: the instant the run may start, when later than its decision (a
+  /// burst that reached `maxSubmissions` before the spacing allowed its run).
+  @usableFromInline var startsAt: TimelineInstant?
+  /// The generation of the timer that opens the run's start, while it waits for `startsAt`.
+  @usableFromInline var gate: UInt64?
 
   @inlinable
   init(work: Work, record: BurstRecord?, isLeading: Bool) {

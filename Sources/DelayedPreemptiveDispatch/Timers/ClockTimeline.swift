@@ -31,6 +31,14 @@ struct ClockTimeline<C: Clock>: Sendable where C.Duration == Duration {
     return TimelineInstant(nanoseconds: UInt64(clamping: nanoseconds))
   }
 
+  /// The time, clamped to the end of the time line instead of stopping there: for `flush`,
+  /// which only needs it for the spacing, and must run a burst whatever the clock did.
+  @usableFromInline
+  func saturatingNow() -> TimelineInstant {
+    TimelineInstant(
+      nanoseconds: UInt64(clamping: origin.duration(to: clock.now).saturatingNanoseconds))
+  }
+
   @usableFromInline @inline(never)
   static func pastTheEnd(_ elapsed: Duration) -> Never {
     requireArgument(

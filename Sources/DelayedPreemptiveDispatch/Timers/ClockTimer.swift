@@ -40,6 +40,14 @@ struct ClockTimer<C: Clock>: BurstTimer where C.Duration == Duration {
     return TimerHandle { sleeper.cancel() }
   }
 
+  @usableFromInline
+  func saturatingNow() -> TimelineInstant { timeline.saturatingNow() }
+
+  @usableFromInline
+  func awaitOnClock(_ drained: @escaping @Sendable () async -> Void) {
+    timeline.scheduler?.schedule(after: .zero, tolerance: nil, action: drained)
+  }
+
   /// Runs the delivery and returns once it has finished: for a queue, once its block and every
   /// block it enqueued on the same queue before returning have run.
   private static func deliver(_ delivery: TimerDelivery) async {

@@ -45,6 +45,18 @@ import Testing
     ("delay-infinity", "delay(_:task:): seconds must be a finite number of seconds, got inf"),
     ("lockout-max-failures", "PasscodeLockout: maxFailures must be at least 1, got 0"),
     (
+      "options-minimum-spacing",
+      "DelayOptions: minimumSpacing must not be negative (zero or nil for none), got -1.0 seconds"
+    ),
+    (
+      "throttle-negative",
+      "DelayOptions: minimumSpacing must not be negative (zero or nil for none), got -0.005 seconds"
+    ),
+    (
+      "keyed-actor-minimum-spacing",
+      "DelayOptions: minimumSpacing must not be negative (zero or nil for none), got -2.0 seconds"
+    ),
+    (
       "options-max-submissions",
       "DelayOptions: maxSubmissions must be at least 1 (or nil for no bound), got 0"
     ),

@@ -109,15 +109,16 @@ enum CombiningKind: String, CaseIterable, Sendable, CustomStringConvertible {
         await release.wait()
       }
     }
-    _ = await keyed.delay(1, .zero, [1])
-    _ = await keyed.delay(1, .zero, [2])
-    let firing = Task { await clock.advance(by: .zero) }
+    // A delay of a second: a zero one would run each submission at once (T5).
+    _ = await keyed.delay(1, .seconds(1), [1])
+    _ = await keyed.delay(1, .seconds(1), [2])
+    let firing = Task { await clock.advance(by: .seconds(1)) }
     await started.wait()
-    _ = await keyed.delay(1, .zero, [3])
-    _ = await keyed.delay(1, .zero, [4])
+    _ = await keyed.delay(1, .seconds(1), [3])
+    _ = await keyed.delay(1, .seconds(1), [4])
     release.open()
     await firing.value
-    await clock.advance(by: .zero)
+    await clock.advance(by: .seconds(1))
     await keyed.wait()
     #expect(ran.all == ["1:[1, 2]", "1:[3, 4]"])
   }

@@ -40,7 +40,7 @@ import Testing
         models[key].endBurst(running: false, at: models[key].now)
         operation = "cancel(\(key))"
       case 61..<67:
-        harness.perform(harness.driver.flush(key))
+        harness.flush(key)
         models[key].endBurst(running: true, at: models[key].now)
         operation = "flush(\(key))"
       case 67..<69:
@@ -50,7 +50,7 @@ import Testing
         }
         operation = "cancelAll()"
       case 69..<71:
-        harness.perform(harness.driver.flushAll())
+        harness.flushAll()
         for index in models.indices { models[index].endBurst(running: true, at: models[index].now) }
         operation = "flushAll()"
       default:
@@ -77,7 +77,13 @@ import Testing
         }
       }
       let pending = models.filter { $0.burst != nil }.count
-      if harness.driver.pendingCount != pending || harness.driver.footprint.lines != pending {
+      // A line is held while its key is pending, and, with `minimumSpacing`, until the spacing
+      // of its last run has passed (its timer then drops it).
+      let held = harness.driver.footprint.lines
+      let spaced = options.minimumSpacing.map { $0 > .zero } ?? false
+      if harness.driver.pendingCount != pending || held < pending
+        || (!spaced && held != pending) || held > keyCount
+      {
         return
           "pendingCount \(harness.driver.pendingCount), keys held \(harness.driver.footprint.lines), model \(pending) after \(context)"
       }

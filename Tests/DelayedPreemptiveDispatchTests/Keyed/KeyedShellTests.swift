@@ -123,7 +123,8 @@ import Testing
     let counter = LockBox([Int: Int]())
     let keyed = Keyed(shell, clock: clock) { key, _ in counter.withLock { $0[key, default: 0] += 1 }
     }
-    for key in 0..<10_000 { await keyed.delay(key, Int64(key % 50), "v") }
+    // 1 to 50 ms: a zero delay would be due, and run, at its submission (T5).
+    for key in 0..<10_000 { await keyed.delay(key, Int64(key % 50) + 1, "v") }
     for key in 0..<10_000 where key % 3 == 0 { await keyed.delay(key, 10, "w") }
     #expect(await keyed.pendingCount() == 10_000)
     await clock.advance(by: .milliseconds(100))

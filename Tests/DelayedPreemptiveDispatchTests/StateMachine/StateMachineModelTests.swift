@@ -24,11 +24,36 @@ import Testing
     var now: Int64 = 0
     var runs: [MachineHarness.Run] = []
     var outcomes: [UInt64: DelayOutcome] = [:]
+    /// `minimumSpacing`: the earliest instant the next run may start (T1).
+    var nextRunStart: Int64 = 0
+    /// Runs decided but waiting for the spacing (T2), and the runs decided behind them, in
+    /// order, with the instant each starts.
+    var waitingRuns: [(run: MachineHarness.Run, seq: UInt64)] = []
+
+    var spacing: Int64? {
+      guard let spacing = options.minimumSpacing, spacing > .zero else { return nil }
+      return Int64(spacing.components.seconds * 1_000)
+        + spacing.components.attoseconds / 1_000_000_000_000_000
+    }
 
     func deadline(of burst: Burst) -> Int64 {
-      guard let maxWait = options.maxWait else { return burst.quietDeadline }
-      let bound = burst.start + max(Int64(maxWait.components.seconds * 1_000), 0)
-      return min(burst.quietDeadline, bound)
+      var deadline = burst.quietDeadline
+      if let maxWait = options.maxWait {
+        deadline = min(deadline, burst.start + max(Int64(maxWait.components.seconds * 1_000), 0))
+      }
+      return max(deadline, nextRunStart)
+    }
+
+    /// Runs `work` for submission `seq` at `instant`; its ticket resolves once it has run.
+    mutating func run(_ work: String, at instant: Int64, seq: UInt64) {
+      if let spacing { nextRunStart = instant + spacing }
+      if instant > now || !waitingRuns.isEmpty {
+        let start = max(instant, waitingRuns.last?.run.at ?? instant)
+        waitingRuns.append((.init(work: work, at: start), seq))
+      } else {
+        runs.append(.init(work: work, at: instant))
+        outcomes[seq] = .executed
+      }
     }
 
     mutating func delay(_ milliseconds: Int64, _ work: String?) {
@@ -38,13 +63,16 @@ import Testing
       nextSeq += 1
       let requested = now + max(milliseconds, 0)
       guard var current = burst else {
-        let leading: UInt64? = options.leading ? seq : nil
-        burst = Burst(start: now, quietDeadline: requested, leadingSeq: leading, lastSeq: seq)
-        if options.leading {
-          runs.append(.init(work: lastWork, at: now))
-          outcomes[seq] = .executed
+        // `leading` runs at once only when the spacing allows a run now (T2).
+        let leads = options.leading && nextRunStart <= now
+        burst = Burst(
+          start: now, quietDeadline: requested, leadingSeq: leads ? seq : nil, lastSeq: seq)
+        if leads { run(lastWork, at: now, seq: seq) }
+        if options.maxSubmissions == 1 {
+          complete()
+        } else if deadline(of: burst!) <= now {  // due now: it ends at once (T5)
+          endBurst(running: true, at: now)
         }
-        if options.maxSubmissions == 1 { endBurst(running: true, at: now) }
         return
       }
       if current.lastSeq != current.leadingSeq { outcomes[current.lastSeq] = .preempted }
@@ -54,8 +82,15 @@ import Testing
         options.deadlinePolicy == .extend ? max(current.quietDeadline, requested) : requested
       burst = current
       if let maxSubmissions = options.maxSubmissions, current.submissions >= maxSubmissions {
+        complete()
+      } else if deadline(of: current) <= now {
         endBurst(running: true, at: now)
       }
+    }
+
+    /// `maxSubmissions` reached: the burst ends now, and its run starts once the spacing allows.
+    mutating func complete() {
+      endBurst(running: true, at: max(now, nextRunStart))
     }
 
     mutating func endBurst(running: Bool, at instant: Int64) {
@@ -63,8 +98,7 @@ import Testing
       burst = nil
       guard current.lastSeq != current.leadingSeq else { return }
       if running {
-        runs.append(.init(work: lastWork!, at: instant))
-        outcomes[current.lastSeq] = .executed
+        run(lastWork!, at: instant, seq: current.lastSeq)
       } else {
         outcomes[current.lastSeq] = .cancelled
       }
@@ -73,9 +107,21 @@ import Testing
     mutating func advance(by milliseconds: Int64) {
       let target = now + max(milliseconds, 0)
       if let current = burst, deadline(of: current) <= target {
-        endBurst(running: true, at: deadline(of: current))
+        let due = deadline(of: current)
+        startWaitingRuns(by: due)
+        now = due
+        endBurst(running: true, at: due)
       }
+      startWaitingRuns(by: target)
       now = target
+    }
+
+    mutating func startWaitingRuns(by instant: Int64) {
+      while let first = waitingRuns.first, first.run.at <= instant {
+        waitingRuns.removeFirst()
+        runs.append(first.run)
+        outcomes[first.seq] = .executed
+      }
     }
   }
 
@@ -97,7 +143,9 @@ import Testing
       maxWait: Bool.random(using: &random)
         ? nil : .seconds(Int64.random(in: 0...3, using: &random)),
       leading: Int.random(in: 0..<4, using: &random) == 0,
-      maxSubmissions: Bool.random(using: &random) ? nil : Int.random(in: 1...5, using: &random))
+      maxSubmissions: Bool.random(using: &random) ? nil : Int.random(in: 1...5, using: &random),
+      minimumSpacing: Int.random(in: 0..<3, using: &random) == 0
+        ? .milliseconds(Int64.random(in: 0...1_500, using: &random)) : nil)
   }
 
   /// Runs one sequence; returns a description of the first divergence, or nil.

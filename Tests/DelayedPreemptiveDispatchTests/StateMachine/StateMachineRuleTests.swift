@@ -226,11 +226,12 @@ import Testing
         ids: &ids)
     else { return #expect(Bool(false)) }
     guard
-      case .stale = machine.timerFired(at: first.deadline, generation: first.generation, ids: &ids)
+      case .stale = machine.timerFired(
+        at: first.deadline, generation: first.generation, rules: rules, ids: &ids)
     else { return #expect(Bool(false)) }
     guard
       case .ended("A", _) = machine.timerFired(
-        at: second.deadline, generation: second.generation, ids: &ids)
+        at: second.deadline, generation: second.generation, rules: rules, ids: &ids)
     else { return #expect(Bool(false)) }
   }
 

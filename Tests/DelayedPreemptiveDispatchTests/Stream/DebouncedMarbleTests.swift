@@ -56,8 +56,10 @@ import Testing
     #expect(await run("abcdefghij|", options: options) == "a---[de]---[hi]-[j|]")
   }
 
-  @Test func zeroIntervalEmitsEachElementAtTheNextTick() async {
-    #expect(await run("ab-c|", quiet: 0) == "-ab-[c|]")
+  /// T5: an element due at the current instant is emitted without waiting for the clock, at
+  /// the tick it arrives (it was emitted one tick late: "-ab-[c|]").
+  @Test func zeroIntervalEmitsEachElementAtTheTickItArrives() async {
+    #expect(await run("ab-c|", quiet: 0) == "ab-c|")
   }
 
   // MARK: - S2

@@ -36,10 +36,19 @@ struct DriverHarness<Lines: BurstLines> where Lines.Work == String {
     let (ticket, effects) = driver.delay(
       id, .nanoseconds(milliseconds * 1_000_000), now: Self.instant(now), work: work,
       owner: owner)
-    if joins, effects.timer != nil { armedByJoin += 1 }
+    // A submission that ended its burst may arm a gate for a run waiting for the spacing.
+    if joins, effects.timer != nil, effects.endedCount == 0 { armedByJoin += 1 }
     if ticket.record != nil { tickets[id, default: []].append(ticket) }
     perform(effects)
     return ticket
+  }
+
+  mutating func flush(_ id: Lines.LineID) {
+    perform(driver.flush(id, at: Self.instant(now)))
+  }
+
+  mutating func flushAll() {
+    perform(driver.flushAll(at: Self.instant(now)))
   }
 
   /// Moves time to `now + milliseconds`, firing every timer due on the way, in order.

@@ -9,8 +9,8 @@ import DelayedPreemptiveDispatchTesting
 /// any, is flushed and `|` is drawn, as a debounced stream does when its base finishes. At each
 /// tick the runner first advances the clock to it (a burst due at that tick runs before a call
 /// of the same tick), then makes the tick's calls in order. It never sleeps: `advance` returns
-/// once the tasks it made due have returned, `flush()` once its task has, and a leading run is
-/// awaited through its ticket.
+/// once the tasks it made due have returned, `flush()` once its task has, and a run started at
+/// its submission (a leading one, or one due at once) is awaited through its ticket.
 struct ShellMarbles {
   let clock = ManualClock()
   let ran = Recorder<String>()
@@ -47,7 +47,9 @@ struct ShellMarbles {
         case .element(let name):
           let startsBurst = await !shell.isPending
           let ticket = await shell.delay(delay(name), String(name))
-          if options.leading && startsBurst { _ = await ticket.outcome }
+          // A run that started at its submission (leading, or a burst due at once: T5).
+          let ranAtOnce = await !shell.isPending
+          if (options.leading && startsBurst) || ranAtOnce { _ = await ticket.outcome }
         case .finished, .failed:
           await shell.flush()
           draw(at: tick)
