@@ -99,7 +99,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// `lease`. `maxAttempts` (default 5, at least 1): how many runs a burst may have before it is
   /// kept in ``failures()``. `options.maxSubmissions` bounds a burst as in-process: the burst
   /// that has received that many submissions is due at once, and the next submission starts a
-  /// new burst, also when no worker has claimed the full one yet. `merge` (default `.replace`):
+  /// new burst, also when no worker has claimed the full one yet. `options.minimumSpacing` holds
+  /// per key across replicas, on the database's clock: a key's runs start at least that far
+  /// apart, whichever replica runs them, and after a run its key's row is kept, idle, until the
+  /// spacing has passed (<doc:GuaranteesInProduction#Runs-of-one-key-at-least-the-spacing-apart>);
+  /// give every replica the same options. `merge` (default `.replace`):
   /// how a burst's submissions make the value its handler gets, the last one (`.replace`) or
   /// the concatenation of their arrays in submission order (`.append`, for a `Value` that
   /// encodes as a JSON array). `logger` (default: discards everything) gets the queue's log
@@ -215,7 +219,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// `merge: .append` the value, a JSON array, is appended to the burst's: the handler gets the
   /// concatenation of the burst's arrays in submission order. A burst that has received
   /// `options.maxSubmissions` submissions is due at once; the next submission starts a new
-  /// burst that runs after it. A `duration` or `maxWait` beyond what PostgreSQL's `interval`
+  /// burst that runs after it. With `options.minimumSpacing`, the burst is due no sooner than the
+  /// spacing after the start of the key's last run (its deadline is still computed from its
+  /// submissions). A `duration` or `maxWait` beyond what PostgreSQL's `interval`
   /// holds saturates to 200 years: "never, unless flushed", as in-process, never a raw SQL
   /// error; a negative one counts as zero.
   ///
