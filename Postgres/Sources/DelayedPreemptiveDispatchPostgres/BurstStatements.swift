@@ -19,12 +19,17 @@ import PostgresNIO
 /// `maxSubmissions`, even one that no worker has claimed yet. Joining merges the value: the
 /// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
 /// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
+///
+/// With `minimumSpacing` ($9, milliseconds; 0 for none), a waiting head is due no sooner than
+/// the key's last run start plus the spacing: its deadline is still computed from its
+/// submissions, and only `due_at` moves later. A row kept only for that spacing (`idle`) takes
+/// a submission as a failed row does: it becomes a fresh burst.
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
   static let sql = """
     WITH earliest AS (
-      SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed
+      SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed AND NOT idle
     ), upserted AS (
       INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted)
       SELECT $1, s.key, s.value::jsonb,
@@ -37,9 +42,9 @@ struct DelayStatement: PostgresPreparedStatement {
         (SELECT clock_timestamp() AS t) AS now
       ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
-        value = CASE WHEN b.failed THEN excluded.value
+        value = CASE WHEN \(fresh) THEN excluded.value
           WHEN \(intoHead) THEN \(merged("b.value")) ELSE b.value END,
-        later = CASE WHEN b.failed THEN '[]'::jsonb
+        later = CASE WHEN \(fresh) THEN '[]'::jsonb
           WHEN \(intoLast) THEN jsonb_set(b.later,
             ARRAY[(jsonb_array_length(b.later) - 1)::text], \(merged("(b.later -> -1)")))
           WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
@@ -49,10 +54,12 @@ struct DelayStatement: PostgresPreparedStatement {
         first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
           ELSE b.first_submitted END,
         deadline = \(newestDeadline),
-        due_at = CASE WHEN b.failed OR \(intoHead) THEN \(newestDeadline) ELSE b.due_at END,
-        attempts = CASE WHEN b.failed THEN 0 ELSE b.attempts END,
-        last_error = CASE WHEN b.failed THEN NULL ELSE b.last_error END,
-        failed = false
+        due_at = CASE WHEN \(fresh) OR \(intoHead)
+          THEN greatest(\(newestDeadline), \(spacedFrom("$9"))) ELSE b.due_at END,
+        attempts = CASE WHEN \(fresh) THEN 0 ELSE b.attempts END,
+        last_error = CASE WHEN \(fresh) THEN NULL ELSE b.last_error END,
+        failed = false,
+        idle = false
       RETURNING b.due_at, b.claim IS NULL AS waiting
     )
     SELECT CASE WHEN EXISTS (
@@ -70,22 +77,25 @@ struct DelayStatement: PostgresPreparedStatement {
   /// `safetyPoll` bounds the wait.
   static let claimRaceMargin = "250 milliseconds"
 
+  /// The row holds no burst that takes submissions: a kept failure, or a row kept only for the
+  /// spacing (`idle`). The submission makes it a fresh burst.
+  private static let fresh = "(b.failed OR b.idle)"
   /// The newest burst has received `maxSubmissions`: it takes no more.
   private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"
   /// The submission joins the head, which is the newest burst, waiting and not full.
   private static let intoHead =
-    "(NOT b.failed AND b.claim IS NULL AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
+    "(NOT \(fresh) AND b.claim IS NULL AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
   /// The submission joins the newest burst, which waits in `later` and is not full.
   private static let intoLast =
-    "(NOT b.failed AND b.later <> '[]'::jsonb AND NOT \(newestIsFull))"
+    "(NOT \(fresh) AND b.later <> '[]'::jsonb AND NOT \(newestIsFull))"
   /// The submission starts a new burst at the end of `later`: the head runs and nothing waits
   /// behind it, or the newest burst is full.
   private static let newBurst = """
-    (NOT b.failed AND ((b.claim IS NOT NULL AND b.later = '[]'::jsonb) OR \(newestIsFull)))
+    (NOT \(fresh) AND ((b.claim IS NOT NULL AND b.later = '[]'::jsonb) OR \(newestIsFull)))
     """
   /// The submission starts a burst: a new one behind the others, or a fresh one that replaces
-  /// a failure.
-  private static let startsBurst = "(b.failed OR \(newBurst))"
+  /// a failure or an idle row.
+  private static let startsBurst = "(\(fresh) OR \(newBurst))"
   /// The newest burst's submissions after this one.
   private static let newestSubmissions =
     "(CASE WHEN \(startsBurst) THEN 1 ELSE b.submissions + 1 END)"
@@ -106,7 +116,7 @@ struct DelayStatement: PostgresPreparedStatement {
     """
 
   static let bindingDataTypes: [PostgresDataType] = [
-    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool,
+    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool, .float8,
   ]
 
   var name: String
@@ -115,6 +125,8 @@ struct DelayStatement: PostgresPreparedStatement {
   var maxWaitMilliseconds: Double?
   var maxSubmissions: Int?
   var append: Bool
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
 
   /// One call of `delay`, encoded.
   struct Submission: Sendable {
@@ -124,7 +136,7 @@ struct DelayStatement: PostgresPreparedStatement {
   }
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 8)
+    var bindings = PostgresBindings(capacity: 9)
     bindings.append(name)
     bindings.append(submissions.map(\.key))
     bindings.append(submissions.map(\.json))
@@ -141,6 +153,7 @@ struct DelayStatement: PostgresPreparedStatement {
       bindings.appendNull()
     }
     bindings.append(append)
+    bindings.append(minimumSpacingMilliseconds)
     return bindings
   }
 
@@ -154,6 +167,14 @@ let nextHeadDue = """
   (CASE WHEN jsonb_array_length(b.later) > 1 THEN clock_timestamp() ELSE b.deadline END)
   """
 
+/// The earliest instant at which the key's next run may start under `minimumSpacing` (the
+/// placeholder `spacing`, in milliseconds): its last run's start plus the spacing, on the
+/// database's clock. Null when the key has no last start (no run yet, or a flush lifted the
+/// spacing): `greatest` ignores it then. `row` is the alias of the row in `dpd_bursts`.
+func spacedFrom(_ spacing: String, row: String = "b") -> String {
+  "(\(row).last_start + \(spacing) * interval '1 millisecond')"
+}
+
 /// The channel on which submissions and flushes wake sleeping workers; the payload is the
 /// queue's name.
 let wakeChannel = "dpd_wake"
@@ -166,16 +187,32 @@ let wakeChannel = "dpd_wake"
 /// worker died or lost the lease every time) is not run again: when no burst waits behind it,
 /// the row is kept as failed and comes back with `exhausted` set; when one does, the head gives
 /// way to it (`gaveWay`), and that one is claimed by a later claim.
+///
+/// A claim starts a run: it sets `last_start` (which the run's recorded end moves to its
+/// handler's start). Under `minimumSpacing` ($6, milliseconds) a claimed row's lease ends no
+/// sooner than the spacing from the claim, so that a takeover (a run too) keeps the spacing as
+/// well; a head that gives way is due no sooner than the spacing from the lost run's claim. The rows kept only for the spacing (`idle`) are never
+/// claimed: the claim deletes those whose spacing has passed, a few more than it claims, so that
+/// they are gone soon after their spacing while any worker runs. The lateness it returns counts
+/// from the deadline, or from the end of the spacing when that is later.
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
   static let sql = """
     WITH due AS (
-      SELECT key, claim IS NOT NULL AS taken_over FROM dpd_bursts
-      WHERE name = $1 AND NOT failed AND due_at <= clock_timestamp()
+      SELECT key, claim IS NOT NULL AS taken_over, last_start FROM dpd_bursts
+      WHERE name = $1 AND NOT failed AND NOT idle AND due_at <= clock_timestamp()
       ORDER BY due_at
       LIMIT $2
       FOR UPDATE SKIP LOCKED
+    ), expired AS (
+      SELECT key FROM dpd_bursts
+      WHERE name = $1 AND idle AND due_at <= clock_timestamp()
+      ORDER BY due_at
+      LIMIT $2 * 2 + 100
+      FOR UPDATE SKIP LOCKED
+    ), swept AS (
+      DELETE FROM dpd_bursts AS i USING expired WHERE i.name = $1 AND i.key = expired.key
     )
     UPDATE dpd_bursts AS b SET
       failed = \(exhausted) AND b.later = '[]'::jsonb,
@@ -189,33 +226,38 @@ struct ClaimStatement: PostgresPreparedStatement {
       fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
       attempts = CASE WHEN \(givesWay) THEN 0 WHEN \(exhausted) THEN b.attempts
         ELSE b.attempts + 1 END,
-      due_at = CASE WHEN \(givesWay) THEN \(nextHeadDue)
+      last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE clock_timestamp() END,
+      due_at = CASE WHEN \(givesWay) THEN greatest(\(nextHeadDue), \(spacedFrom("$6")))
         WHEN \(exhausted) THEN b.due_at
-        ELSE clock_timestamp() + $4 * interval '1 millisecond' END
+        ELSE clock_timestamp() + greatest($4, $6) * interval '1 millisecond' END
     FROM due WHERE b.name = $1 AND b.key = due.key
     RETURNING b.key, b.value::text, b.claim, b.attempts, b.fence, b.failed,
       due.taken_over,
-      (extract(epoch FROM clock_timestamp() - b.deadline) * 1000)::float8
+      (extract(epoch FROM clock_timestamp()
+        - greatest(b.deadline, \(spacedFrom("$6", row: "due")))) * 1000)::float8
     """
   /// A run of this row began and never recorded its end `maxAttempts` times.
   private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
   /// The exhausted head gives way to the burst behind it.
   private static let givesWay = "(\(exhausted) AND b.later <> '[]'::jsonb)"
-  static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8, .int8]
+  static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8, .int8, .float8]
 
   var name: String
   var limit: Int
   var owner: String
   var leaseMilliseconds: Double
   var maxAttempts: Int
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 5)
+    var bindings = PostgresBindings(capacity: 6)
     bindings.append(name)
     bindings.append(limit)
     bindings.append(owner)
     bindings.append(leaseMilliseconds)
     bindings.append(maxAttempts)
+    bindings.append(minimumSpacingMilliseconds)
     return bindings
   }
 
@@ -246,6 +288,29 @@ struct ClaimedBurst: Sendable {
   var takenOver: Bool
   /// From the burst's deadline to the claim, on the database's clock.
   var latenessMilliseconds: Double
+  /// When the run's handler started, on the worker's clock; nil while it has not (or when it
+  /// never did: its value did not decode). The run's end moves `last_start` from the claim to
+  /// this instant (see `handlerStart(since:)`), so that `minimumSpacing` counts from the
+  /// handler's start.
+  var handlerStarted: ContinuousClock.Instant?
+
+  /// Milliseconds from the handler's start to now, as the end's statements take it: -1 when the
+  /// handler did not start.
+  var millisecondsSinceHandlerStart: Double {
+    handlerStarted.map { (ContinuousClock.now - $0).milliseconds } ?? -1
+  }
+}
+
+/// The start of a run whose end is being recorded, on the database's clock: the database's now
+/// minus `since`, the milliseconds from the handler's start to the moment the statement was
+/// made on the worker (the statement runs after that moment, so this instant is no earlier than
+/// the handler's start), and never before the claim (`b.last_start`). The claim's instant when
+/// the handler did not start (`since` < 0); null when a flush lifted the spacing.
+func handlerStart(since: String) -> String {
+  """
+  (CASE WHEN b.last_start IS NULL THEN NULL WHEN \(since) < 0 THEN b.last_start
+    ELSE greatest(b.last_start, clock_timestamp() - \(since) * interval '1 millisecond') END)
+  """
 }
 
 /// The end of successful runs, in one batch: deletes each row with no burst behind its head,
@@ -262,41 +327,72 @@ struct ClaimedBurst: Sendable {
 /// the snapshot's version. PostgreSQL checks `NOT NULL` on that first form, before it rereads
 /// the locked row, so `value = b.later -> 0` on a snapshot whose `later` was still empty
 /// failed with SQLSTATE 23502 (`PostgresUnconfirmedTests` makes that happen on purpose).
+///
+/// The run's start (`last_start`) moves from its claim to its handler's start (`handlerStart`;
+/// $5 holds each claim's milliseconds since its handler started). Under `minimumSpacing` ($4,
+/// milliseconds; 0 for none) the next burst is due no sooner than the spacing from that start,
+/// and a row with no burst left is not deleted while that spacing lasts: it is kept `idle`, its
+/// value dropped, due (for the claim that deletes it) when the spacing ends. Whether a row rests
+/// is decided once, in `done`, so that the deletion and the update agree on one instant.
 struct SucceededStatement: PostgresPreparedStatement {
   typealias Row = UUID
 
   static let sql = """
     WITH done AS (
       SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished,
-        b.later -> 0 AS next_value, b.later - 0 AS next_later, \(nextHeadDue) AS next_due
-      FROM dpd_bursts AS b, unnest($2::text[], $3::uuid[]) AS d(key, claim)
+        b.later -> 0 AS next_value, b.later - 0 AS next_later, \(started) AS started,
+        greatest(\(nextHeadDue), \(spacedUntil)) AS next_due, \(spacedUntil) AS spaced_until,
+        $4 > 0 AND coalesce(\(spacedUntil) > clock_timestamp(), false) AS rests
+      FROM dpd_bursts AS b,
+        unnest($2::text[], $3::uuid[], $5::float8[]) AS d(key, claim, since_start)
       WHERE b.name = $1 AND b.key = d.key AND b.claim = d.claim
       ORDER BY b.key
       FOR UPDATE OF b
     ), deleted AS (
       DELETE FROM dpd_bursts AS b USING done
-      WHERE b.name = $1 AND b.key = done.key AND done.finished
+      WHERE b.name = $1 AND b.key = done.key AND done.finished AND NOT done.rests
+      RETURNING done.claim
+    ), rested AS (
+      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+        attempts = 0, last_error = NULL, value = 'null'::jsonb, submissions = 0, idle = true,
+        last_start = done.started, due_at = done.spaced_until
+      FROM done
+      WHERE b.name = $1 AND b.key = done.key AND done.finished AND done.rests
       RETURNING done.claim
     ), released AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, value = done.next_value, later = done.next_later, due_at = done.next_due
+        attempts = 0, value = done.next_value, later = done.next_later, due_at = done.next_due,
+        last_start = done.started
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
     )
-    SELECT claim FROM deleted UNION ALL SELECT claim FROM released
+    SELECT claim FROM deleted UNION ALL SELECT claim FROM rested
+    UNION ALL SELECT claim FROM released
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .uuidArray]
+  private static let started = handlerStart(since: "d.since_start")
+  private static let spacedUntil = "(\(started) + $4 * interval '1 millisecond')"
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .textArray, .uuidArray, .float8, .float8Array,
+  ]
 
   var name: String
   var keys: [String]
   var claims: [UUID]
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
+  /// Each claim's `ClaimedBurst.millisecondsSinceHandlerStart`; empty: -1 for each.
+  var millisecondsSinceHandlerStarts: [Double] = []
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 3)
+    var bindings = PostgresBindings(capacity: 5)
     bindings.append(name)
     bindings.append(keys)
     bindings.append(claims)
+    bindings.append(minimumSpacingMilliseconds)
+    bindings.append(
+      millisecondsSinceHandlerStarts.count == claims.count
+        ? millisecondsSinceHandlerStarts : Array(repeating: -1, count: claims.count))
     return bindings
   }
 
@@ -340,7 +436,10 @@ struct ReleaseUnknownClaimsStatement: PostgresPreparedStatement {
 /// behind the head (submitted during the run, or after a burst reached `maxSubmissions`), the
 /// head gives way to it with `.replace` (its value is out of date) and with `.append` once its
 /// attempts are spent; with `.append` and attempts left, the head is retried before it, so no
-/// value is dropped. Returns `Outcome`; no row when the claim was taken over.
+/// value is dropped. Returns `Outcome`; no row when the claim was taken over. A retry is a run
+/// too: under `minimumSpacing` ($8), the head or the burst behind it is due no sooner than the
+/// spacing from the failed run's start, its handler's start as `SucceededStatement` takes it
+/// ($9: milliseconds since the handler started, -1 if it did not).
 struct FailedStatement: PostgresPreparedStatement {
   typealias Row = Outcome
 
@@ -361,7 +460,9 @@ struct FailedStatement: PostgresPreparedStatement {
       value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
       later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
       deadline = CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END,
-      due_at = CASE WHEN \(givesWay) THEN \(nextHeadDue) ELSE \(retryAt) END
+      due_at = greatest(CASE WHEN \(givesWay) THEN \(nextHeadDue) ELSE \(retryAt) END,
+        \(handlerStart(since: "$9")) + $8 * interval '1 millisecond'),
+      last_start = \(handlerStart(since: "$9"))
     WHERE b.name = $1 AND b.key = $2 AND b.claim = $3
     RETURNING CASE WHEN b.failed THEN 1 WHEN b.attempts = 0 THEN 2 ELSE 0 END
     """
@@ -374,7 +475,7 @@ struct FailedStatement: PostgresPreparedStatement {
     "clock_timestamp() + least($5 * power(2, greatest(b.attempts - 1, 0)), 300000) "
     + "* interval '1 millisecond'"
   static let bindingDataTypes: [PostgresDataType] = [
-    .text, .text, .uuid, .int8, .float8, .text, .bool,
+    .text, .text, .uuid, .int8, .float8, .text, .bool, .float8, .float8,
   ]
 
   var name: String
@@ -384,9 +485,13 @@ struct FailedStatement: PostgresPreparedStatement {
   var backoffMilliseconds: Double
   var error: String
   var append: Bool
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
+  /// The claim's `ClaimedBurst.millisecondsSinceHandlerStart`.
+  var millisecondsSinceHandlerStart: Double = -1
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 7)
+    var bindings = PostgresBindings(capacity: 9)
     bindings.append(name)
     bindings.append(key)
     bindings.append(claim)
@@ -394,6 +499,8 @@ struct FailedStatement: PostgresPreparedStatement {
     bindings.append(backoffMilliseconds)
     bindings.append(error)
     bindings.append(append)
+    bindings.append(minimumSpacingMilliseconds)
+    bindings.append(millisecondsSinceHandlerStart)
     return bindings
   }
 
@@ -404,7 +511,8 @@ struct FailedStatement: PostgresPreparedStatement {
 
 /// Extends the leases of all the runs one worker holds, in one statement on the index on
 /// `claim`, locking its rows in key order. Returns the claims it renewed: a claim missing from
-/// the answer was taken over.
+/// the answer was taken over. Under `minimumSpacing` ($4) a lease ends no sooner than the spacing
+/// from the run's start, as the claim set it: a takeover is a run, and keeps the spacing too.
 struct RenewStatement: PostgresPreparedStatement {
   typealias Row = UUID
 
@@ -414,21 +522,25 @@ struct RenewStatement: PostgresPreparedStatement {
       ORDER BY key
       FOR UPDATE
     )
-    UPDATE dpd_bursts AS b SET due_at = clock_timestamp() + $3 * interval '1 millisecond'
+    UPDATE dpd_bursts AS b SET due_at = greatest(
+        clock_timestamp() + $3 * interval '1 millisecond', \(spacedFrom("$4")))
     FROM held WHERE b.name = $1 AND b.key = held.key
     RETURNING b.claim
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray, .float8]
+  static let bindingDataTypes: [PostgresDataType] = [.text, .uuidArray, .float8, .float8]
 
   var name: String
   var claims: [UUID]
   var leaseMilliseconds: Double
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 3)
+    var bindings = PostgresBindings(capacity: 4)
     bindings.append(name)
     bindings.append(claims)
     bindings.append(leaseMilliseconds)
+    bindings.append(minimumSpacingMilliseconds)
     return bindings
   }
 
@@ -436,13 +548,15 @@ struct RenewStatement: PostgresPreparedStatement {
 }
 
 /// Milliseconds from the database's now to the earliest instant a row may be claimed (a
-/// deadline or a lease's expiry); nil when the queue has nothing to do.
+/// deadline or a lease's expiry); nil when the queue has nothing to do. Rows kept only for the
+/// spacing (`idle`) are no work: a claim deletes them, and the worker's `safetyPoll` bounds how
+/// long they wait for it.
 struct NextDueStatement: PostgresPreparedStatement {
   typealias Row = Double?
 
   static let sql = """
     SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::float8
-    FROM dpd_bursts WHERE name = $1 AND NOT failed
+    FROM dpd_bursts WHERE name = $1 AND NOT failed AND NOT idle
     """
   static let bindingDataTypes: [PostgresDataType] = [.text]
 
@@ -462,8 +576,8 @@ package enum BenchmarkStatements {
   /// `delay`'s statement as a pgbench script for one submission per transaction: the same SQL,
   /// with the bindings of a single-row batch written in (queue `name`, a fresh key per
   /// transaction drawn into pgbench's `:k`, the value `1`, a one-hour delay, `.extend`, no
-  /// `maxWait`, no `maxSubmissions`, `.replace`). The benchmark prints it so that pgbench runs
-  /// the statement the package sends, not a copy that could drift from it.
+  /// `maxWait`, no `maxSubmissions`, `.replace`, no `minimumSpacing`). The benchmark prints it
+  /// so that pgbench runs the statement the package sends, not a copy that could drift from it.
   package static func pgbenchScript(name: String) -> String {
     precondition(
       name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" },
@@ -471,10 +585,10 @@ package enum BenchmarkStatements {
     let bindings = [
       "$1": "'\(name)'::text", "$2": "ARRAY['k' || :k]::text[]", "$3": "ARRAY['1']::text[]",
       "$4": "ARRAY[3600000]::float8[]", "$5": "false", "$6": "NULL::float8",
-      "$7": "NULL::int8", "$8": "false",
+      "$7": "NULL::int8", "$8": "false", "$9": "0::float8",
     ]
     var script = DelayStatement.sql
-    // $1 to $8 only: no placeholder is a prefix of another.
+    // $1 to $9 only: no placeholder is a prefix of another.
     for (placeholder, literal) in bindings {
       script = script.replacingOccurrences(of: placeholder, with: literal)
     }

@@ -141,7 +141,8 @@ extension PostgresDelayedPreemptiveQueue {
     return try await database("namesInUse") { connection in
       var names: [StoredQueueName] = []
       let query: PostgresQuery = """
-        SELECT name, count(*) FROM dpd_bursts GROUP BY name ORDER BY name LIMIT \(limit)
+        SELECT name, count(*) FROM dpd_bursts WHERE NOT idle GROUP BY name ORDER BY name
+        LIMIT \(limit)
         """
       for try await row in try await connection.query(query, logger: logger) {
         let (name, rows) = try row.decode((String, Int).self)

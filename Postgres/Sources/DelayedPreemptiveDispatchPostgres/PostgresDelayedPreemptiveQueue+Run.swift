@@ -77,7 +77,7 @@ extension PostgresDelayedPreemptiveQueue {
   func claim(limit: Int, owner: String) async throws -> [ClaimedBurst] {
     let statement = ClaimStatement(
       name: name, limit: limit, owner: owner, leaseMilliseconds: lease.milliseconds,
-      maxAttempts: maxAttempts)
+      maxAttempts: maxAttempts, minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
     return try await database("claim") { try await $0.rows(statement, logger: logger) }
   }
@@ -103,7 +103,8 @@ extension PostgresDelayedPreemptiveQueue {
   /// Renews the leases of `claims`; returns those it renewed.
   func renew(_ claims: [UUID]) async throws -> [UUID] {
     let statement = RenewStatement(
-      name: name, claims: claims, leaseMilliseconds: lease.milliseconds)
+      name: name, claims: claims, leaseMilliseconds: lease.milliseconds,
+      minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
     return try await database("renew") { try await $0.rows(statement, logger: logger) }
   }
@@ -112,7 +113,9 @@ extension PostgresDelayedPreemptiveQueue {
   /// others were taken over).
   func succeeded(_ bursts: [ClaimedBurst]) async throws -> [UUID] {
     let statement = SucceededStatement(
-      name: name, keys: bursts.map(\.key), claims: bursts.map(\.claim))
+      name: name, keys: bursts.map(\.key), claims: bursts.map(\.claim),
+      minimumSpacingMilliseconds: minimumSpacingMilliseconds,
+      millisecondsSinceHandlerStarts: bursts.map(\.millisecondsSinceHandlerStart))
     let logger = logger
     return try await database("complete") { try await $0.rows(statement, logger: logger) }
   }
@@ -123,7 +126,8 @@ extension PostgresDelayedPreemptiveQueue {
     let statement = FailedStatement(
       name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
       backoffMilliseconds: retryBackoff.milliseconds, error: Self.storedErrorText(error),
-      append: merge == .append)
+      append: merge == .append, minimumSpacingMilliseconds: minimumSpacingMilliseconds,
+      millisecondsSinceHandlerStart: burst.millisecondsSinceHandlerStart)
     let logger = logger
     return try await database("recordFailure") {
       try await $0.rows(statement, logger: logger).first
@@ -148,7 +152,7 @@ extension PostgresDelayedPreemptiveQueue {
       let query: PostgresQuery = """
         SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(due_at) FILTER (
           WHERE claim IS NULL AND due_at <= clock_timestamp())), 0)::float8
-        FROM dpd_bursts WHERE name = \(name) AND NOT failed
+        FROM dpd_bursts WHERE name = \(name) AND NOT failed AND NOT idle
         """
       for try await row in try await connection.query(query, logger: logger) {
         let (pending, overdue) = try row.decode((Int, Double).self)

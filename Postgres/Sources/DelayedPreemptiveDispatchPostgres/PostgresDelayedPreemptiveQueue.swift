@@ -99,7 +99,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// `lease`. `maxAttempts` (default 5, at least 1): how many runs a burst may have before it is
   /// kept in ``failures()``. `options.maxSubmissions` bounds a burst as in-process: the burst
   /// that has received that many submissions is due at once, and the next submission starts a
-  /// new burst, also when no worker has claimed the full one yet. `merge` (default `.replace`):
+  /// new burst, also when no worker has claimed the full one yet. `options.minimumSpacing` holds
+  /// per key across replicas, on the database's clock: a key's runs start at least that far
+  /// apart, whichever replica runs them, and after a run its key's row is kept, idle, until the
+  /// spacing has passed (<doc:GuaranteesInProduction#Runs-of-one-key-at-least-the-spacing-apart>);
+  /// give every replica the same options. `merge` (default `.replace`):
   /// how a burst's submissions make the value its handler gets, the last one (`.replace`) or
   /// the concatenation of their arrays in submission order (`.append`, for a `Value` that
   /// encodes as a JSON array). `logger` (default: discards everything) gets the queue's log
@@ -215,7 +219,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// `merge: .append` the value, a JSON array, is appended to the burst's: the handler gets the
   /// concatenation of the burst's arrays in submission order. A burst that has received
   /// `options.maxSubmissions` submissions is due at once; the next submission starts a new
-  /// burst that runs after it. A `duration` or `maxWait` beyond what PostgreSQL's `interval`
+  /// burst that runs after it. With `options.minimumSpacing`, the burst is due no sooner than the
+  /// spacing after the start of the key's last run (its deadline is still computed from its
+  /// submissions). A `duration` or `maxWait` beyond what PostgreSQL's `interval`
   /// holds saturates to 200 years: "never, unless flushed", as in-process, never a raw SQL
   /// error; a negative one counts as zero.
   ///
@@ -258,7 +264,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let statement = DelayStatement(
       name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
       maxWaitMilliseconds: options.maxWait?.milliseconds,
-      maxSubmissions: options.maxSubmissions, append: merge == .append)
+      maxSubmissions: options.maxSubmissions, append: merge == .append,
+      minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
     return try await database("delay", timeout: timeout) { connection in
       try await connection.rows(statement, logger: logger).first ?? false
@@ -269,7 +276,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// there was one. A run in progress is not interrupted; the bursts waiting behind it
   /// (submitted during the run, or after a burst reached `maxSubmissions`) are cancelled. A
   /// failed burst stays in ``failures()``. If the running replica dies, the re-run after its
-  /// lease gets the running burst's own value.
+  /// lease gets the running burst's own value. Cancelling does not reset `minimumSpacing`: the
+  /// key's next run still starts no sooner than the spacing after its last run's start.
   ///
   /// Throws as ``delay(_:for:value:)`` does, but for the value; and `CancellationError` when
   /// the calling task is cancelled before the call was sent (nothing was written).
@@ -277,19 +285,35 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let key = try checked(key)
     let name = name
     let logger = logger
+    let spacing = minimumSpacingMilliseconds
     return try await database("cancel", key: key) { connection in
+      // A waiting burst of a key whose last run started within the spacing leaves an idle row
+      // that remembers that start (see `Schema`); otherwise its row is deleted.
       try await connection.scalar(
         """
-        WITH waiting AS (
-          DELETE FROM dpd_bursts
-          WHERE name = \(name) AND key = \(key) AND claim IS NULL AND NOT failed RETURNING 1
+        WITH cancelled AS (
+          SELECT key, last_start + \(spacing) * interval '1 millisecond' AS spaced_until,
+            coalesce(last_start + \(spacing) * interval '1 millisecond' > clock_timestamp(), false)
+              AS rests
+          FROM dpd_bursts
+          WHERE name = \(name) AND key = \(key) AND claim IS NULL AND NOT failed AND NOT idle
+          FOR UPDATE
+        ), waiting AS (
+          DELETE FROM dpd_bursts AS b USING cancelled AS c
+          WHERE b.name = \(name) AND b.key = c.key AND NOT c.rests RETURNING 1
+        ), rested AS (
+          UPDATE dpd_bursts AS b SET idle = true, value = 'null'::jsonb, later = '[]'::jsonb,
+            submissions = 0, attempts = 0, last_error = NULL, due_at = c.spaced_until
+          FROM cancelled AS c
+          WHERE b.name = \(name) AND b.key = c.key AND c.rests RETURNING 1
         ), behind AS (
           UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb
           WHERE name = \(name) AND key = \(key) AND claim IS NOT NULL
             AND later <> '[]'::jsonb
           RETURNING 1
         )
-        SELECT (SELECT count(*) FROM waiting) + (SELECT count(*) FROM behind)
+        SELECT (SELECT count(*) FROM waiting) + (SELECT count(*) FROM rested)
+          + (SELECT count(*) FROM behind)
         """, as: Int.self, logger: logger) ?? 0 > 0
     }
   }
@@ -297,7 +321,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// Makes the key's pending bursts due now and, when there was one, wakes the workers; returns
   /// whether there was one. A burst waiting behind a running one becomes due when that run has
   /// finished. For a key without a pending burst (unknown, failed for good, or running with no
-  /// submission since its claim) it changes nothing and sends no NOTIFY.
+  /// submission since its claim) it changes nothing and sends no NOTIFY. It lifts
+  /// `minimumSpacing` for the key's next run, which the operator asked for; the spacing counts
+  /// again from that run's start.
   ///
   /// Throws as ``cancel(_:)`` does.
   @discardableResult public func flush(_ key: String) async throws -> Bool {
@@ -308,9 +334,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       try await connection.scalar(
         """
         WITH flushed AS (
-          UPDATE dpd_bursts SET deadline = clock_timestamp(),
+          UPDATE dpd_bursts SET deadline = clock_timestamp(), last_start = NULL,
             due_at = CASE WHEN claim IS NULL THEN clock_timestamp() ELSE due_at END
-          WHERE name = \(name) AND key = \(key) AND NOT failed
+          WHERE name = \(name) AND key = \(key) AND NOT failed AND NOT idle
             AND (claim IS NULL OR later <> '[]'::jsonb)
           RETURNING 1
         )
@@ -320,8 +346,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// Whether the key has work that has not finished: a burst waiting for its deadline or a
-  /// retry, or running. A failed burst is not pending (see ``failures()``).
+  /// Whether the key has work that has not finished: a burst waiting for its deadline, a retry
+  /// or the end of `minimumSpacing`, or running. A failed burst is not pending (see
+  /// ``failures()``), nor is a key whose only record is the start of its last run, kept for the
+  /// spacing.
   ///
   /// Throws as ``cancel(_:)`` does.
   public func isPending(_ key: String) async throws -> Bool {
@@ -332,7 +360,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       try await connection.scalar(
         """
         SELECT EXISTS (
-          SELECT 1 FROM dpd_bursts WHERE name = \(name) AND key = \(key) AND NOT failed)
+          SELECT 1 FROM dpd_bursts
+          WHERE name = \(name) AND key = \(key) AND NOT failed AND NOT idle)
         """, as: Bool.self, logger: logger) ?? false
     }
   }
@@ -347,7 +376,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let logger = logger
     return try await database("pendingCount") { connection in
       try await connection.scalar(
-        "SELECT count(*) FROM dpd_bursts WHERE name = \(name) AND NOT failed", as: Int.self,
+        "SELECT count(*) FROM dpd_bursts WHERE name = \(name) AND NOT failed AND NOT idle",
+        as: Int.self,
         logger: logger) ?? 0
     }
   }
@@ -367,6 +397,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
         attempts: stored.attempts, lastError: stored.lastError)
     }
   }
+
+  /// `options.minimumSpacing` in milliseconds, as the statements take it: 0 for none.
+  var minimumSpacingMilliseconds: Double { options.minimumSpacing?.milliseconds ?? 0 }
 
   /// The key, if it can be stored; else the typed error that says why, before anything is
   /// sent, so that a bad key fails alone.

@@ -19,9 +19,18 @@ import PostgresNIO
 /// `first_submitted` are the newest burst's; a burst that reached `maxSubmissions` has its
 /// deadline set to the instant it did, so it is due at once. Rows of version 2 that held a
 /// burst submitted during a run (`generation > claimed_generation`) get it in `later`.
+///
+/// Version 4 adds `minimumSpacing` across replicas: `last_start` is the start of the key's latest
+/// run on the database's clock (the claim's instant, moved to the handler's start when the run's
+/// end is recorded), or null after a `flush` lifted the spacing; and `idle` marks a row that holds
+/// no burst, kept only to remember `last_start` while the spacing needs it: its `due_at` is
+/// `last_start` + the spacing, and a claim deletes it once that instant has passed. Every statement that makes a burst due (a submission, the end of
+/// a run, a retry, a takeover) makes it due no sooner than `last_start` + the spacing, so a claim
+/// needs to check only `due_at`. The index on due rows leaves idle rows out; another one finds
+/// the idle rows whose spacing has passed.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 3
+  static let version = 4
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -83,6 +92,16 @@ enum Schema {
           UPDATE dpd_bursts SET later = jsonb_build_array(value)
           WHERE claim IS NOT NULL AND generation > claimed_generation AND NOT failed;
           UPDATE dpd_schema SET version = 3;
+          found := 3;
+        END IF;
+        IF found < 4 THEN
+          ALTER TABLE dpd_bursts
+            ADD COLUMN last_start timestamptz,
+            ADD COLUMN idle boolean NOT NULL DEFAULT false;
+          DROP INDEX IF EXISTS dpd_bursts_due;
+          CREATE INDEX dpd_bursts_due ON dpd_bursts (name, due_at) WHERE NOT failed AND NOT idle;
+          CREATE INDEX dpd_bursts_idle ON dpd_bursts (name, due_at) WHERE idle;
+          UPDATE dpd_schema SET version = 4;
         END IF;
       END
       $migration$

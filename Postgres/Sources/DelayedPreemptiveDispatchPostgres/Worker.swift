@@ -195,14 +195,17 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   }
 
   /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
-  /// records the end while the lease still holds.
+  /// records the end while the lease still holds, with the handler's start (from which
+  /// `minimumSpacing` counts).
   private func perform(_ burst: ClaimedBurst, claimedAt: ContinuousClock.Instant) async {
+    var burst = burst
     let result: Result<Void, any Error>
     do {
       let value = try ValueCodec.decode(Value.self, from: burst.json, key: burst.key)
       let run = PostgresBurstRun(
         key: burst.key, value: value, attempt: burst.attempt, fence: burst.fence)
       let started = ContinuousClock.now
+      burst.handlerStarted = started
       queue.metrics.lateness.recordNanoseconds(
         Int64(max(0, burst.latenessMilliseconds) * 1e6)
           + (started - claimedAt).nanoseconds)

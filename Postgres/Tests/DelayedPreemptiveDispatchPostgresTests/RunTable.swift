@@ -15,6 +15,10 @@ struct RunTable {
         worker text NOT NULL, started timestamptz NOT NULL, finished timestamptz,
         fence bigint, fenced_write_applied boolean, cancelled_at float8)
       """)
+    // When the handler started on the machine's CLOCK_MONOTONIC (added after the table was
+    // first made: a database that kept the table gets the column too).
+    try await client.query(
+      "ALTER TABLE dpd_test_runs ADD COLUMN IF NOT EXISTS monotonic float8")
     try await client.query(
       """
       CREATE TABLE IF NOT EXISTS dpd_test_fenced (

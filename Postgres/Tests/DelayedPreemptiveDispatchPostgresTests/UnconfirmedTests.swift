@@ -10,8 +10,9 @@ import Testing
 /// "Applied but not confirmed", made to happen on purpose: through `DatabaseFaults`, a statement
 /// runs and commits on the server, and then its answer is lost as if the connection broke. For
 /// each statement a burst goes through (submission, claim, renewal, completion, failure), in
-/// both merge modes, with and without a burst waiting behind the running one: every value still
-/// runs (once, or again under the lease rule), and no row stays claimed by nobody.
+/// both merge modes, with and without a burst waiting behind the running one, and with
+/// `minimumSpacing` (whose end of a run keeps the key's row, idle, for the spacing): every value
+/// still runs (once, or again under the lease rule), and no row stays claimed by nobody.
 @Suite(.serialized, .enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresUnconfirmedTests {
   enum Statement: String, CaseIterable, Sendable {
@@ -23,16 +24,25 @@ struct PostgresUnconfirmedTests {
     var merge: PostgresValueMerge
     /// A second burst is submitted while the first one runs, so it waits in `later`.
     var laterWaiting: Bool
+    /// The queue has a `minimumSpacing` of 300 ms.
+    var spaced = false
 
     var testDescription: String {
       "\(statement.rawValue), \(merge), \(laterWaiting ? "a burst waiting" : "alone")"
+        + (spaced ? ", spaced" : "")
     }
 
-    static let all: [Case] = Statement.allCases.flatMap { statement in
-      [PostgresValueMerge.replace, .append].flatMap { merge in
-        [false, true].map { Case(statement: statement, merge: merge, laterWaiting: $0) }
+    static let all: [Case] =
+      Statement.allCases.flatMap { statement in
+        [PostgresValueMerge.replace, .append].flatMap { merge in
+          [false, true].map { Case(statement: statement, merge: merge, laterWaiting: $0) }
+        }
       }
-    }
+      + Statement.allCases.flatMap { statement in
+        [false, true].map {
+          Case(statement: statement, merge: .replace, laterWaiting: $0, spaced: true)
+        }
+      }
   }
 
   struct Refused: Error, CustomStringConvertible {
@@ -66,8 +76,9 @@ struct PostgresUnconfirmedTests {
       let lease: Duration = scenario.statement == .claim ? .seconds(30) : .milliseconds(1500)
       var queue = PostgresDelayedPreemptiveQueue<[String]>(
         client: client, configuration: configuration,
-        name: TestDatabase.uniqueName("lost-\(scenario.statement.rawValue)"), lease: lease,
-        merge: scenario.merge, logger: logs.logger(), metricsFactory: metrics)
+        name: TestDatabase.uniqueName("lost-\(scenario.statement.rawValue)"),
+        options: DelayOptions(minimumSpacing: scenario.spaced ? .milliseconds(300) : nil),
+        lease: lease, merge: scenario.merge, logger: logs.logger(), metricsFactory: metrics)
       queue.safetyPoll = .milliseconds(100)
       queue.retryBackoff = .milliseconds(50)
       queue.outageBackoff = .milliseconds(200)

@@ -10,11 +10,14 @@ struct RunRecorder: Sendable {
   let worker: String
   let name: String
 
-  func started(key: String, value: String, fence: Int64) async throws -> Int {
+  /// `monotonic`: when the handler started, in seconds of this machine's `CLOCK_MONOTONIC`, which
+  /// every process of the machine shares (see `monotonicSeconds()`).
+  func started(key: String, value: String, fence: Int64, monotonic: Double) async throws -> Int {
     let rows = try await client.query(
       """
-      INSERT INTO dpd_test_runs (name, key, value, worker, fence, started)
-      VALUES (\(name), \(key), \(value), \(worker), \(fence), clock_timestamp()) RETURNING id
+      INSERT INTO dpd_test_runs (name, key, value, worker, fence, started, monotonic)
+      VALUES (\(name), \(key), \(value), \(worker), \(fence), clock_timestamp(), \(monotonic))
+      RETURNING id
       """)
     for try await id in rows.decode(Int.self) { return id }
     throw RecorderError.noID
@@ -81,6 +84,15 @@ actor RunBatch {
     runs = []
     try await recorder.batch(batch)
   }
+}
+
+/// This machine's `CLOCK_MONOTONIC`, in seconds: one clock for every process of the machine,
+/// read without a round trip, so that tests can compare when handlers of several processes
+/// started.
+func monotonicSeconds() -> Double {
+  var now = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &now)
+  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 /// Runs `operation` where the handler's cancellation does not reach: a stale run's writes.

@@ -24,6 +24,8 @@ struct WorkerSettings: Sendable {
   /// A queue of `[String]` with `merge: .append` instead of `String` with `.replace`.
   var append = false
   var maxSubmissions: Int?
+  /// `options.minimumSpacing`, in milliseconds; nil for none.
+  var minimumSpacingMilliseconds: Int?
 
   init(arguments: [String]) {
     var remaining = arguments[...]
@@ -37,6 +39,8 @@ struct WorkerSettings: Sendable {
       case "--leading": leading = true
       case "--append": append = true
       case "--max-submissions": maxSubmissions = Self.number(remaining.popFirst(), flag)
+      case "--minimum-spacing-ms":
+        minimumSpacingMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--log-level": logLevel = remaining.popFirst()
       case "--name": name = remaining.popFirst() ?? name
       case "--concurrency": concurrency = Self.number(remaining.popFirst(), flag)

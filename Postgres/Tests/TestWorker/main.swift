@@ -21,6 +21,8 @@
 //   --append              a queue of [String] with merge: .append; a run's value is recorded and
 //                         printed as its JSON text
 //   --max-submissions N   options.maxSubmissions
+//   --minimum-spacing-ms N
+//                         options.minimumSpacing, in milliseconds
 // It prints "ready" on stdout once the schema is migrated and the worker runs.
 import DelayedPreemptiveDispatch
 import DelayedPreemptiveDispatchPostgres
@@ -50,7 +52,9 @@ let logger: Logger = {
   logger.logLevel = level
   return logger
 }()
-let options = DelayOptions(leading: settings.leading, maxSubmissions: settings.maxSubmissions)
+let options = DelayOptions(
+  leading: settings.leading, maxSubmissions: settings.maxSubmissions,
+  minimumSpacing: settings.minimumSpacingMilliseconds.map { .milliseconds($0) })
 let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
 let batch = RunBatch(recorder: recorder)
 let batchWriter = Task {
@@ -77,6 +81,7 @@ let batchWriter = Task {
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
   try await queue.run(concurrency: settings.concurrency) { run in
+    let monotonic = monotonicSeconds()
     let value = text(run.value)
     if settings.recordBatched {
       await batch.add(key: run.key, value: value, fence: run.fence)
@@ -84,7 +89,8 @@ let batchWriter = Task {
     let id =
       settings.record
       ? try await bounded {
-        try await recorder.started(key: run.key, value: value, fence: run.fence)
+        try await recorder.started(
+          key: run.key, value: value, fence: run.fence, monotonic: monotonic)
       } : nil
     if settings.crash { kill(getpid(), SIGKILL) }
     var cancelledAt: Double?
