@@ -8,7 +8,11 @@
 /// reading task.
 @usableFromInline
 struct DebounceState<Element: Sendable>: Sendable {
-  @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
+  /// A checked continuation: the consumer is often resumed from the reading task or the timer
+  /// while it is still suspending, and the checked form does that inside the standard library,
+  /// where ThreadSanitizer sees the synchronisation (an unsafe one, inlined here, was reported as
+  /// a race: swiftlang/swift#57803).
+  @usableFromInline typealias Consumer = CheckedContinuation<Result<Element?, any Error>, Never>
 
   @usableFromInline
   enum Phase: Sendable {

@@ -42,7 +42,7 @@ where Base.Element: Sendable, C.Duration == Duration {
   @inlinable
   package func next() async rethrows -> Base.Element? {
     let result = await withTaskCancellationHandler {
-      await withUnsafeContinuation { (consumer: State.Consumer) in
+      await withCheckedContinuation { (consumer: State.Consumer) in
         var effects = State.Effects()
         state.withLock { $0.next(consumer, &effects) }
         perform(effects)
