@@ -73,6 +73,10 @@ where Base.Element: Sendable, C.Duration == Duration {
     self.clock = clock
   }
 
+  /// Reads the throttled elements: the iterator of ``AsyncDebouncedSequence``, over storage that
+  /// throttles (one iteration type for both, so that its rules are written once).
+  public typealias Iterator = AsyncDebouncedSequence<Base, C>.Iterator
+
   /// Makes an iterator with bursts of its own; it starts reading the base at its first `next()`.
   @inlinable
   public func makeAsyncIterator() -> Iterator {
@@ -80,28 +84,4 @@ where Base.Element: Sendable, C.Duration == Duration {
       storage: DebounceStorage(
         base: base, interval: .zero, options: options, clock: clock, keepsFirst: !latest))
   }
-
-  /// Reads the throttled elements; see ``AsyncThrottledSequence``.
-  public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let lifetime: IteratorLifetime<Base, C>
-
-    @inlinable
-    init(storage: DebounceStorage<Base, C>) {
-      lifetime = IteratorLifetime(storage: storage)
-    }
-
-    /// The next element once its interval allows it; `nil` once the base has finished and its
-    /// pending element was emitted, or once the calling task is cancelled. Rethrows the base's
-    /// error, after its pending element.
-    @inlinable
-    public mutating func next() async rethrows -> Element? {
-      try await lifetime.storage.next()
-    }
-
-    /// The iterator's storage, for the marble runner of `DelayedPreemptiveDispatchTesting`.
-    package var storage: DebounceStorage<Base, C> { lifetime.storage }
-  }
 }
-
-@available(*, unavailable)
-extension AsyncThrottledSequence.Iterator: Sendable {}
