@@ -19,6 +19,11 @@ import PostgresNIO
 /// `maxSubmissions`, even one that no worker has claimed yet. Joining merges the value: the
 /// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
 /// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
+///
+/// The submission's trace context ($9, "" for none) joins the trace record of the burst it
+/// joins or starts (`traces`, see `Schema`). A submission without one changes `traces` only
+/// when it starts a burst behind another, whose count it then fixes: nothing is stored per
+/// submission without a tracer.
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
@@ -26,14 +31,17 @@ struct DelayStatement: PostgresPreparedStatement {
     WITH earliest AS (
       SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed
     ), upserted AS (
-      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted)
+      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted, traces)
       SELECT $1, s.key, s.value::jsonb,
         CASE WHEN $7 <= 1 THEN now.t
           ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
         CASE WHEN $7 <= 1 THEN now.t
           ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        now.t
-      FROM unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay),
+        now.t,
+        CASE WHEN s.trace = '' THEN '[]'::jsonb
+          ELSE jsonb_build_array(jsonb_build_object('contexts', jsonb_build_array(s.trace::jsonb)))
+        END
+      FROM unnest($2::text[], $3::text[], $4::float8[], $9::text[]) AS s(key, value, delay, trace),
         (SELECT clock_timestamp() AS t) AS now
       ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
@@ -45,6 +53,7 @@ struct DelayStatement: PostgresPreparedStatement {
           WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
           ELSE b.later END,
         submissions = \(newestSubmissions),
+        traces = \(mergedTraces),
         generation = b.generation + 1,
         first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
           ELSE b.first_submitted END,
@@ -99,6 +108,31 @@ struct DelayStatement: PostgresPreparedStatement {
   private static func merged(_ burst: String) -> String {
     "(CASE WHEN $8 THEN \(burst) || excluded.value ELSE excluded.value END)"
   }
+  /// The trace records with the submission's (its context, if any, is `excluded.traces`' only
+  /// one): a failure is replaced; a new burst fixes the count of the newest one, which stops
+  /// taking submissions, and adds its own record; joining the newest burst adds the context,
+  /// keeping its first and newest contexts within `TraceCarrier.maximumPerBurst`.
+  private static let mergedTraces = """
+    (CASE WHEN b.failed THEN excluded.traces
+      WHEN \(newBurst) THEN jsonb_set(b.traces, \(newestTracePath),
+        \(newestTrace) || jsonb_build_object('count', b.submissions)) || excluded.traces
+      WHEN excluded.traces = '[]'::jsonb THEN b.traces
+      ELSE jsonb_set(b.traces, \(newestTracePath),
+        \(newestTrace) || jsonb_build_object('contexts', \(boundedContexts))) END)
+    """
+  /// Where the newest burst's trace record is in `traces`.
+  private static let newestTracePath = "ARRAY[jsonb_array_length(b.later)::text]"
+  /// The newest burst's trace record; `{}` while nothing was stored for it.
+  private static let newestTrace =
+    "coalesce(b.traces -> jsonb_array_length(b.later), '{}'::jsonb)"
+  /// The newest burst's contexts with the submission's: at the bound, the oldest but the first
+  /// makes room.
+  private static let boundedContexts = """
+    (CASE WHEN jsonb_array_length(\(newestContexts)) < \(TraceCarrier.maximumPerBurst)
+      THEN \(newestContexts) ELSE \(newestContexts) - 1 END
+      || (excluded.traces -> 0 -> 'contexts'))
+    """
+  private static let newestContexts = "coalesce(\(newestTrace) -> 'contexts', '[]'::jsonb)"
   /// `.restart` sets the deadline, `.extend` only moves it later; `maxWait` bounds both.
   private static let mergedDeadline = """
     least(CASE WHEN $5 THEN excluded.deadline ELSE greatest(b.deadline, excluded.deadline) END,
@@ -106,7 +140,7 @@ struct DelayStatement: PostgresPreparedStatement {
     """
 
   static let bindingDataTypes: [PostgresDataType] = [
-    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool,
+    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool, .textArray,
   ]
 
   var name: String
@@ -121,10 +155,12 @@ struct DelayStatement: PostgresPreparedStatement {
     var key: String
     var json: String
     var delayMilliseconds: Double
+    /// The caller's trace context as JSON (``TraceCarrier``); "" for none.
+    var traceContext: String = ""
   }
 
   func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 8)
+    var bindings = PostgresBindings(capacity: 9)
     bindings.append(name)
     bindings.append(submissions.map(\.key))
     bindings.append(submissions.map(\.json))
@@ -141,6 +177,7 @@ struct DelayStatement: PostgresPreparedStatement {
       bindings.appendNull()
     }
     bindings.append(append)
+    bindings.append(submissions.map(\.traceContext))
     return bindings
   }
 
@@ -154,6 +191,15 @@ let nextHeadDue = """
   (CASE WHEN jsonb_array_length(b.later) > 1 THEN clock_timestamp() ELSE b.deadline END)
   """
 
+/// The assignments that leave a row's head alone, when `cancel` drops the bursts behind it: its
+/// trace record is the only one left, and its count, kept in that record since a burst behind
+/// it started, is the newest burst's count (`submissions`) again.
+let headAloneAgain = """
+  submissions = coalesce((traces -> 0 ->> 'count')::int, submissions),
+  traces = CASE WHEN traces = '[]'::jsonb THEN traces
+    ELSE jsonb_build_array((traces -> 0) - 'count') END
+  """
+
 /// The channel on which submissions and flushes wake sleeping workers; the payload is the
 /// queue's name.
 let wakeChannel = "dpd_wake"
@@ -165,7 +211,10 @@ let wakeChannel = "dpd_wake"
 /// bursts behind it still wait. A head whose lease ran out after its `maxAttempts`-th run (its
 /// worker died or lost the lease every time) is not run again: when no burst waits behind it,
 /// the row is kept as failed and comes back with `exhausted` set; when one does, the head gives
-/// way to it (`gaveWay`), and that one is claimed by a later claim.
+/// way to it (`gaveWay`), and that one is claimed by a later claim. It returns the head's trace
+/// record for the run's span: its stored contexts, and its submission count (kept in the record
+/// once a burst behind it started, else the row's `submissions`; 1 when neither is known, for a
+/// burst stored before schema version 4 with bursts behind it).
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
@@ -183,6 +232,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         || 'lease); ' || b.attempts || ' runs in all' ELSE b.last_error END,
       value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
       later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
+      traces = CASE WHEN \(givesWay) THEN b.traces - 0 ELSE b.traces END,
       claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
       owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
@@ -195,7 +245,10 @@ struct ClaimStatement: PostgresPreparedStatement {
     FROM due WHERE b.name = $1 AND b.key = due.key
     RETURNING b.key, b.value::text, b.claim, b.attempts, b.fence, b.failed,
       due.taken_over,
-      (extract(epoch FROM clock_timestamp() - b.deadline) * 1000)::float8
+      (extract(epoch FROM clock_timestamp() - b.deadline) * 1000)::float8,
+      (b.traces -> 0 -> 'contexts')::text,
+      coalesce((b.traces -> 0 ->> 'count')::int8,
+        CASE WHEN b.later = '[]'::jsonb THEN b.submissions ELSE 1 END)
     """
   /// A run of this row began and never recorded its end `maxAttempts` times.
   private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
@@ -220,12 +273,12 @@ struct ClaimStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
-    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness) = try row.decode(
-      (String, String, UUID?, Int, Int64?, Bool, Bool, Double).self)
+    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness, contexts, count) =
+      try row.decode((String, String, UUID?, Int, Int64?, Bool, Bool, Double, String?, Int).self)
     return ClaimedBurst(
       key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
       exhausted: exhausted, gaveWay: claim == nil && !exhausted, takenOver: takenOver,
-      latenessMilliseconds: lateness)
+      latenessMilliseconds: lateness, submissions: count, traceContexts: contexts)
   }
 }
 
@@ -246,6 +299,11 @@ struct ClaimedBurst: Sendable {
   var takenOver: Bool
   /// From the burst's deadline to the claim, on the database's clock.
   var latenessMilliseconds: Double
+  /// How many submissions the burst received.
+  var submissions: Int = 1
+  /// The trace contexts stored with its submissions (a JSON array of ``TraceCarrier``s); nil
+  /// when none was stored.
+  var traceContexts: String? = nil
 }
 
 /// The end of successful runs, in one batch: deletes each row with no burst behind its head,
@@ -268,7 +326,8 @@ struct SucceededStatement: PostgresPreparedStatement {
   static let sql = """
     WITH done AS (
       SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished,
-        b.later -> 0 AS next_value, b.later - 0 AS next_later, \(nextHeadDue) AS next_due
+        b.later -> 0 AS next_value, b.later - 0 AS next_later, b.traces - 0 AS next_traces,
+        \(nextHeadDue) AS next_due
       FROM dpd_bursts AS b, unnest($2::text[], $3::uuid[]) AS d(key, claim)
       WHERE b.name = $1 AND b.key = d.key AND b.claim = d.claim
       ORDER BY b.key
@@ -279,7 +338,8 @@ struct SucceededStatement: PostgresPreparedStatement {
       RETURNING done.claim
     ), released AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, value = done.next_value, later = done.next_later, due_at = done.next_due
+        attempts = 0, value = done.next_value, later = done.next_later,
+        traces = done.next_traces, due_at = done.next_due
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
@@ -360,6 +420,7 @@ struct FailedStatement: PostgresPreparedStatement {
       last_error = $6,
       value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
       later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
+      traces = CASE WHEN \(givesWay) THEN b.traces - 0 ELSE b.traces END,
       deadline = CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END,
       due_at = CASE WHEN \(givesWay) THEN \(nextHeadDue) ELSE \(retryAt) END
     WHERE b.name = $1 AND b.key = $2 AND b.claim = $3
@@ -462,7 +523,7 @@ package enum BenchmarkStatements {
   /// `delay`'s statement as a pgbench script for one submission per transaction: the same SQL,
   /// with the bindings of a single-row batch written in (queue `name`, a fresh key per
   /// transaction drawn into pgbench's `:k`, the value `1`, a one-hour delay, `.extend`, no
-  /// `maxWait`, no `maxSubmissions`, `.replace`). The benchmark prints it so that pgbench runs
+  /// `maxWait`, no `maxSubmissions`, `.replace`, no trace context). The benchmark prints it so that pgbench runs
   /// the statement the package sends, not a copy that could drift from it.
   package static func pgbenchScript(name: String) -> String {
     precondition(
@@ -471,10 +532,10 @@ package enum BenchmarkStatements {
     let bindings = [
       "$1": "'\(name)'::text", "$2": "ARRAY['k' || :k]::text[]", "$3": "ARRAY['1']::text[]",
       "$4": "ARRAY[3600000]::float8[]", "$5": "false", "$6": "NULL::float8",
-      "$7": "NULL::int8", "$8": "false",
+      "$7": "NULL::int8", "$8": "false", "$9": "ARRAY['']::text[]",
     ]
     var script = DelayStatement.sql
-    // $1 to $8 only: no placeholder is a prefix of another.
+    // $1 to $9 only: no placeholder is a prefix of another.
     for (placeholder, literal) in bindings {
       script = script.replacingOccurrences(of: placeholder, with: literal)
     }

@@ -19,9 +19,18 @@ import PostgresNIO
 /// `first_submitted` are the newest burst's; a burst that reached `maxSubmissions` has its
 /// deadline set to the instant it did, so it is due at once. Rows of version 2 that held a
 /// burst submitted during a run (`generation > claimed_generation`) get it in `later`.
+///
+/// Version 4 adds `traces`, the bursts' trace records (P18), one JSON object per burst in the
+/// row's order (the head's first, then those of `later`): `contexts`, the trace contexts stored
+/// with the burst's submissions (``TraceCarrier``; the first and the newest, 128 in all), and
+/// `count`, the burst's submissions, fixed when a burst behind it starts (until then the row's
+/// `submissions` counts them). The newest burst's record may be missing (nothing was stored for
+/// it yet), so the array holds as many records as the row has bursts, or one fewer: a row with
+/// no trace context and one burst holds `[]`, and a submission without a trace context adds
+/// nothing. Rows of version 3 get an empty record for each burst but the newest.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 3
+  static let version = 4
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -83,6 +92,13 @@ enum Schema {
           UPDATE dpd_bursts SET later = jsonb_build_array(value)
           WHERE claim IS NOT NULL AND generation > claimed_generation AND NOT failed;
           UPDATE dpd_schema SET version = 3;
+        END IF;
+        IF found < 4 THEN
+          ALTER TABLE dpd_bursts ADD COLUMN traces jsonb NOT NULL DEFAULT '[]'::jsonb;
+          UPDATE dpd_bursts
+          SET traces = (SELECT jsonb_agg('{}'::jsonb) FROM jsonb_array_elements(later))
+          WHERE later <> '[]'::jsonb;
+          UPDATE dpd_schema SET version = 4;
         END IF;
       END
       $migration$
