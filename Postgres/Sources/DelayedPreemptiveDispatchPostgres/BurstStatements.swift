@@ -20,28 +20,32 @@ import PostgresNIO
 /// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
 /// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
 ///
-/// The submission's trace context ($9, "" for none) joins the trace record of the burst it
-/// joins or starts (`traces`, see `Schema`). A submission without one changes `traces` only
-/// when it starts a burst behind another, whose count it then fixes: nothing is stored per
-/// submission without a tracer.
+/// This statement takes no trace context: nothing is stored per submission without a tracer.
+/// It changes a row's trace records (`traces`, see `Schema`) only when a submission starts a
+/// burst behind another, whose count it then fixes, or replaces a failure. A batch in which a
+/// submission carries a trace context is sent as ``TracedDelayStatement``.
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
-  static let sql = """
+  static let sql = upsertSQL(tracingContexts: false)
+
+  /// The upsert, with the submissions' trace contexts as `$9` when `tracingContexts`.
+  static func upsertSQL(tracingContexts: Bool) -> String {
+    """
     WITH earliest AS (
       SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed
     ), upserted AS (
-      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted, traces)
+      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted\(
+        tracingContexts ? ", traces" : ""))
       SELECT $1, s.key, s.value::jsonb,
         CASE WHEN $7 <= 1 THEN now.t
           ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
         CASE WHEN $7 <= 1 THEN now.t
           ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        now.t,
-        CASE WHEN s.trace = '' THEN '[]'::jsonb
-          ELSE jsonb_build_array(jsonb_build_object('contexts', jsonb_build_array(s.trace::jsonb)))
-        END
-      FROM unnest($2::text[], $3::text[], $4::float8[], $9::text[]) AS s(key, value, delay, trace),
+        now.t\(tracingContexts ? insertedTraces : "")
+      FROM \(tracingContexts
+        ? "unnest($2::text[], $3::text[], $4::float8[], $9::text[]) AS s(key, value, delay, trace)"
+        : "unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay)"),
         (SELECT clock_timestamp() AS t) AS now
       ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
@@ -53,7 +57,7 @@ struct DelayStatement: PostgresPreparedStatement {
           WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
           ELSE b.later END,
         submissions = \(newestSubmissions),
-        traces = \(mergedTraces),
+        traces = \(tracingContexts ? mergedTraces : countedTraces),
         generation = b.generation + 1,
         first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
           ELSE b.first_submitted END,
@@ -70,6 +74,7 @@ struct DelayStatement: PostgresPreparedStatement {
           OR earliest.at < clock_timestamp() + interval '\(claimRaceMargin)'))
       THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
     """
+  }
 
   /// A submission also notifies when the earliest pending deadline is this close, or past. A
   /// worker about to claim that burst reads the next deadline right after its claim, from a
@@ -108,17 +113,33 @@ struct DelayStatement: PostgresPreparedStatement {
   private static func merged(_ burst: String) -> String {
     "(CASE WHEN $8 THEN \(burst) || excluded.value ELSE excluded.value END)"
   }
+  /// The inserted row's trace records: one with the submission's context, or none.
+  private static let insertedTraces = """
+    ,
+        CASE WHEN s.trace = '' THEN '[]'::jsonb
+          ELSE jsonb_build_array(jsonb_build_object('contexts', jsonb_build_array(s.trace::jsonb)))
+        END
+    """
+  /// The trace records after a submission without a context: a failure's are dropped; a new
+  /// burst fixes the count of the newest one, which stops taking submissions.
+  private static let countedTraces = """
+    (CASE WHEN b.failed THEN '[]'::jsonb WHEN \(newBurst) THEN \(newestCounted) ELSE b.traces END)
+    """
   /// The trace records with the submission's (its context, if any, is `excluded.traces`' only
-  /// one): a failure is replaced; a new burst fixes the count of the newest one, which stops
-  /// taking submissions, and adds its own record; joining the newest burst adds the context,
-  /// keeping its first and newest contexts within `TraceCarrier.maximumPerBurst`.
+  /// one): a failure's are replaced; a new burst fixes the count of the newest one, and adds its
+  /// own record; joining the newest burst adds the context, keeping its first and newest
+  /// contexts within `TraceCarrier.maximumPerBurst`.
   private static let mergedTraces = """
     (CASE WHEN b.failed THEN excluded.traces
-      WHEN \(newBurst) THEN jsonb_set(b.traces, \(newestTracePath),
-        \(newestTrace) || jsonb_build_object('count', b.submissions)) || excluded.traces
+      WHEN \(newBurst) THEN \(newestCounted) || excluded.traces
       WHEN excluded.traces = '[]'::jsonb THEN b.traces
       ELSE jsonb_set(b.traces, \(newestTracePath),
         \(newestTrace) || jsonb_build_object('contexts', \(boundedContexts))) END)
+    """
+  /// The trace records with the newest burst's count fixed in its record.
+  private static let newestCounted = """
+    jsonb_set(b.traces, \(newestTracePath),
+      \(newestTrace) || jsonb_build_object('count', b.submissions))
     """
   /// Where the newest burst's trace record is in `traces`.
   private static let newestTracePath = "ARRAY[jsonb_array_length(b.later)::text]"
@@ -140,7 +161,7 @@ struct DelayStatement: PostgresPreparedStatement {
     """
 
   static let bindingDataTypes: [PostgresDataType] = [
-    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool, .textArray,
+    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool,
   ]
 
   var name: String
@@ -177,11 +198,31 @@ struct DelayStatement: PostgresPreparedStatement {
       bindings.appendNull()
     }
     bindings.append(append)
-    bindings.append(submissions.map(\.traceContext))
     return bindings
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// ``DelayStatement`` for a batch in which a submission carries a trace context: the same
+/// upsert, which also stores each submission's context (`$9`, "" for none) in the trace record
+/// of the burst it joins or starts. A separate statement, so that a batch without contexts
+/// (every batch, without a tracer) sends and evaluates none of it.
+struct TracedDelayStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  static let sql = DelayStatement.upsertSQL(tracingContexts: true)
+  static let bindingDataTypes = DelayStatement.bindingDataTypes + [.textArray]
+
+  var statement: DelayStatement
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = statement.makeBindings()
+    bindings.append(statement.submissions.map(\.traceContext))
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try statement.decodeRow(row) }
 }
 
 /// When the burst behind the head (`later -> 0`) becomes due, as it becomes the head: at once
@@ -523,7 +564,7 @@ package enum BenchmarkStatements {
   /// `delay`'s statement as a pgbench script for one submission per transaction: the same SQL,
   /// with the bindings of a single-row batch written in (queue `name`, a fresh key per
   /// transaction drawn into pgbench's `:k`, the value `1`, a one-hour delay, `.extend`, no
-  /// `maxWait`, no `maxSubmissions`, `.replace`, no trace context). The benchmark prints it so that pgbench runs
+  /// `maxWait`, no `maxSubmissions`, `.replace`; without a trace context, as without a tracer). The benchmark prints it so that pgbench runs
   /// the statement the package sends, not a copy that could drift from it.
   package static func pgbenchScript(name: String) -> String {
     precondition(
@@ -532,10 +573,10 @@ package enum BenchmarkStatements {
     let bindings = [
       "$1": "'\(name)'::text", "$2": "ARRAY['k' || :k]::text[]", "$3": "ARRAY['1']::text[]",
       "$4": "ARRAY[3600000]::float8[]", "$5": "false", "$6": "NULL::float8",
-      "$7": "NULL::int8", "$8": "false", "$9": "ARRAY['']::text[]",
+      "$7": "NULL::int8", "$8": "false",
     ]
     var script = DelayStatement.sql
-    // $1 to $9 only: no placeholder is a prefix of another.
+    // $1 to $8 only: no placeholder is a prefix of another.
     for (placeholder, literal) in bindings {
       script = script.replacingOccurrences(of: placeholder, with: literal)
     }

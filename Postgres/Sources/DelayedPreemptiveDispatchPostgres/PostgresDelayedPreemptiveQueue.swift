@@ -276,8 +276,13 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       maxWaitMilliseconds: options.maxWait?.milliseconds,
       maxSubmissions: options.maxSubmissions, append: merge == .append)
     let logger = logger
+    let traced = batch.contains { !$0.traceContext.isEmpty }
     return try await database("delay", timeout: timeout) { connection in
-      try await connection.rows(statement, logger: logger).first ?? false
+      if traced {
+        return try await connection.rows(TracedDelayStatement(statement: statement), logger: logger)
+          .first ?? false
+      }
+      return try await connection.rows(statement, logger: logger).first ?? false
     }
   }
 

@@ -181,6 +181,48 @@ struct PostgresTracingTests {
     }
   }
 
+  /// Concurrent submissions are written in batches that mix submissions with a context and
+  /// without: each key's run links to its own traced submitters and counts all of its
+  /// submissions.
+  @Test func batchesMixingSubmissionsWithAndWithoutAContextStoreEachOne() async throws {
+    let tracer = InMemoryTracer()
+    try await Self.withTracedQueue("batches", tracer: tracer) { queue, _ in
+      let keys = (1...4).map { "\(Self.key)-\($0)" }
+      let submitters = try await withThrowingTaskGroup(
+        of: (String, InMemorySpanContext?).self
+      ) { group in
+        for index in 0..<40 {
+          let key = keys[index % 4]
+          group.addTask {
+            guard index % 8 < 4 else {
+              try await queue.delay(key, for: .seconds(60), value: Self.value)
+              return (key, nil)
+            }
+            return try await tracer.withSpan("request \(index)") { span in
+              try await queue.delay(key, for: .seconds(60), value: Self.value)
+              return (key, span.spanContext)
+            }
+          }
+        }
+        return try await group.reduce(into: [String: Set<String>]()) { submitters, submitted in
+          submitters[submitted.0, default: []].formUnion(
+            submitted.1.map { [Self.identity($0)] } ?? [])
+        }
+      }
+      for key in keys { #expect(try await queue.flush(key)) }
+      try await Self.withWorker(queue, handler: { _ in }) { () async throws in
+        #expect(try await queue.drains(within: .seconds(30)))
+        #expect(try await TestDatabase.eventually { Self.runSpans(tracer, queue).count == 4 })
+      }
+      let runs = Self.runSpans(tracer, queue)
+      #expect(
+        runs.map { $0.attributes.get("messaging.batch.message_count") }
+          == Array(repeating: .int64(10), count: 4))
+      #expect(Set(runs.map { Set(Self.linked($0)) }) == Set(keys.map { submitters[$0] ?? [] }))
+      #expect(keys.allSatisfy { submitters[$0]?.count == 5 })
+    }
+  }
+
   /// A value that does not decode fails its run, and the span records that without the key and
   /// the decoder's message, which the queue's own error carries.
   @Test func aValueThatDoesNotDecodeIsRecordedWithoutTheKey() async throws {
