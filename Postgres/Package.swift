@@ -22,6 +22,7 @@ let package = Package(
     .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+    .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
   ],
   targets: [
     .target(
@@ -34,6 +35,8 @@ let package = Package(
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         // Only to read whether a PostgresClient runs (see ClientRunState.swift).
         .product(name: "Atomics", package: "swift-atomics"),
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
+        .product(name: "Instrumentation", package: "swift-distributed-tracing"),
       ]
     ),
     // The operator's tool: shows a queue's state and retries or discards a kept failure, for a
@@ -90,6 +93,8 @@ let package = Package(
         "dpd-postgres-test-worker",
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
+        .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+        .product(name: "Tracing", package: "swift-distributed-tracing"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ]

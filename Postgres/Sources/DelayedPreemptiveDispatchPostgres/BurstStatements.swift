@@ -24,21 +24,34 @@ import PostgresNIO
 /// the key's last run start plus the spacing: its deadline is still computed from its
 /// submissions, and only `due_at` moves later. A row kept only for that spacing (`idle`) takes
 /// a submission as a failed row does: it becomes a fresh burst.
+///
+/// This statement takes no trace context: nothing is stored per submission without a tracer.
+/// It changes a row's trace records (`traces`, see `Schema`) only when a submission starts a
+/// burst behind another, whose count it then fixes, or replaces a failure. A batch in which a
+/// submission carries a trace context is sent as ``TracedDelayStatement``,
+/// which takes the contexts as `$10`.
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
-  static let sql = """
+  static let sql = upsertSQL(tracingContexts: false)
+
+  /// The upsert, with the submissions' trace contexts as `$10` when `tracingContexts`.
+  static func upsertSQL(tracingContexts: Bool) -> String {
+    """
     WITH earliest AS (
       SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed AND NOT idle
     ), upserted AS (
-      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted)
+      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted\(
+        tracingContexts ? ", traces" : ""))
       SELECT $1, s.key, s.value::jsonb,
         CASE WHEN $7 <= 1 THEN now.t
           ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
         CASE WHEN $7 <= 1 THEN now.t
           ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        now.t
-      FROM unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay),
+        now.t\(tracingContexts ? insertedTraces : "")
+      FROM \(tracingContexts
+        ? "unnest($2::text[], $3::text[], $4::float8[], $10::text[]) AS s(key, value, delay, trace)"
+        : "unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay)"),
         (SELECT clock_timestamp() AS t) AS now
       ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
@@ -50,6 +63,7 @@ struct DelayStatement: PostgresPreparedStatement {
           WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
           ELSE b.later END,
         submissions = \(newestSubmissions),
+        traces = \(tracingContexts ? mergedTraces : countedTraces),
         generation = b.generation + 1,
         first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
           ELSE b.first_submitted END,
@@ -68,6 +82,7 @@ struct DelayStatement: PostgresPreparedStatement {
           OR earliest.at < clock_timestamp() + interval '\(claimRaceMargin)'))
       THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
     """
+  }
 
   /// A submission also notifies when the earliest pending deadline is this close, or past. A
   /// worker about to claim that burst reads the next deadline right after its claim, from a
@@ -109,6 +124,47 @@ struct DelayStatement: PostgresPreparedStatement {
   private static func merged(_ burst: String) -> String {
     "(CASE WHEN $8 THEN \(burst) || excluded.value ELSE excluded.value END)"
   }
+  /// The inserted row's trace records: one with the submission's context, or none.
+  private static let insertedTraces = """
+    ,
+        CASE WHEN s.trace = '' THEN '[]'::jsonb
+          ELSE jsonb_build_array(jsonb_build_object('contexts', jsonb_build_array(s.trace::jsonb)))
+        END
+    """
+  /// The trace records after a submission without a context: a failure's are dropped; a new
+  /// burst fixes the count of the newest one, which stops taking submissions.
+  private static let countedTraces = """
+    (CASE WHEN \(fresh) THEN '[]'::jsonb WHEN \(newBurst) THEN \(newestCounted) ELSE b.traces END)
+    """
+  /// The trace records with the submission's (its context, if any, is `excluded.traces`' only
+  /// one): a failure's are replaced; a new burst fixes the count of the newest one, and adds its
+  /// own record; joining the newest burst adds the context, keeping its first and newest
+  /// contexts within `TraceCarrier.maximumPerBurst`.
+  private static let mergedTraces = """
+    (CASE WHEN \(fresh) THEN excluded.traces
+      WHEN \(newBurst) THEN \(newestCounted) || excluded.traces
+      WHEN excluded.traces = '[]'::jsonb THEN b.traces
+      ELSE jsonb_set(b.traces, \(newestTracePath),
+        \(newestTrace) || jsonb_build_object('contexts', \(boundedContexts))) END)
+    """
+  /// The trace records with the newest burst's count fixed in its record.
+  private static let newestCounted = """
+    jsonb_set(b.traces, \(newestTracePath),
+      \(newestTrace) || jsonb_build_object('count', b.submissions))
+    """
+  /// Where the newest burst's trace record is in `traces`.
+  private static let newestTracePath = "ARRAY[jsonb_array_length(b.later)::text]"
+  /// The newest burst's trace record; `{}` while nothing was stored for it.
+  private static let newestTrace =
+    "coalesce(b.traces -> jsonb_array_length(b.later), '{}'::jsonb)"
+  /// The newest burst's contexts with the submission's: at the bound, the oldest but the first
+  /// makes room.
+  private static let boundedContexts = """
+    (CASE WHEN jsonb_array_length(\(newestContexts)) < \(TraceCarrier.maximumPerBurst)
+      THEN \(newestContexts) ELSE \(newestContexts) - 1 END
+      || (excluded.traces -> 0 -> 'contexts'))
+    """
+  private static let newestContexts = "coalesce(\(newestTrace) -> 'contexts', '[]'::jsonb)"
   /// `.restart` sets the deadline, `.extend` only moves it later; `maxWait` bounds both.
   private static let mergedDeadline = """
     least(CASE WHEN $5 THEN excluded.deadline ELSE greatest(b.deadline, excluded.deadline) END,
@@ -133,6 +189,8 @@ struct DelayStatement: PostgresPreparedStatement {
     var key: String
     var json: String
     var delayMilliseconds: Double
+    /// The caller's trace context as JSON (``TraceCarrier``); "" for none.
+    var traceContext: String = ""
   }
 
   func makeBindings() -> PostgresBindings {
@@ -160,6 +218,27 @@ struct DelayStatement: PostgresPreparedStatement {
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
 }
 
+/// ``DelayStatement`` for a batch in which a submission carries a trace context: the same
+/// upsert, which also stores each submission's context (`$10`, "" for none) in the trace record
+/// of the burst it joins or starts. A separate statement, so that a batch without contexts
+/// (every batch, without a tracer) sends and evaluates none of it.
+struct TracedDelayStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  static let sql = DelayStatement.upsertSQL(tracingContexts: true)
+  static let bindingDataTypes = DelayStatement.bindingDataTypes + [.textArray]
+
+  var statement: DelayStatement
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = statement.makeBindings()
+    bindings.append(statement.submissions.map(\.traceContext))
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try statement.decodeRow(row) }
+}
+
 /// When the burst behind the head (`later -> 0`) becomes due, as it becomes the head: at once
 /// if more bursts wait behind it (it reached `maxSubmissions`), else at the newest burst's
 /// deadline (which is the instant it reached `maxSubmissions`, if it did).
@@ -174,6 +253,15 @@ let nextHeadDue = """
 func spacedFrom(_ spacing: String, row: String = "b") -> String {
   "(\(row).last_start + \(spacing) * interval '1 millisecond')"
 }
+
+/// The assignments that leave a row's head alone, when `cancel` drops the bursts behind it: its
+/// trace record is the only one left, and its count, kept in that record since a burst behind
+/// it started, is the newest burst's count (`submissions`) again.
+let headAloneAgain = """
+  submissions = coalesce((traces -> 0 ->> 'count')::int, submissions),
+  traces = CASE WHEN traces = '[]'::jsonb THEN traces
+    ELSE jsonb_build_array((traces -> 0) - 'count') END
+  """
 
 /// The channel on which submissions and flushes wake sleeping workers; the payload is the
 /// queue's name.
@@ -195,6 +283,11 @@ let wakeChannel = "dpd_wake"
 /// claimed: the claim deletes those whose spacing has passed, a few more than it claims, so that
 /// they are gone soon after their spacing while any worker runs. The lateness it returns counts
 /// from the deadline, or from the end of the spacing when that is later.
+///
+/// It also returns the head's trace
+/// record for the run's span: its stored contexts, and its submission count (kept in the record
+/// once a burst behind it started, else the row's `submissions`; 1 when neither is known, for a
+/// burst stored before schema version 5 with bursts behind it).
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
@@ -220,6 +313,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         || 'lease); ' || b.attempts || ' runs in all' ELSE b.last_error END,
       value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
       later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
+      traces = CASE WHEN \(givesWay) THEN b.traces - 0 ELSE b.traces END,
       claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
       owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
@@ -234,7 +328,10 @@ struct ClaimStatement: PostgresPreparedStatement {
     RETURNING b.key, b.value::text, b.claim, b.attempts, b.fence, b.failed,
       due.taken_over,
       (extract(epoch FROM clock_timestamp()
-        - greatest(b.deadline, \(spacedFrom("$6", row: "due")))) * 1000)::float8
+        - greatest(b.deadline, \(spacedFrom("$6", row: "due")))) * 1000)::float8,
+      (b.traces -> 0 -> 'contexts')::text,
+      coalesce((b.traces -> 0 ->> 'count')::int8,
+        CASE WHEN b.later = '[]'::jsonb THEN b.submissions ELSE 1 END)
     """
   /// A run of this row began and never recorded its end `maxAttempts` times.
   private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
@@ -262,12 +359,12 @@ struct ClaimStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
-    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness) = try row.decode(
-      (String, String, UUID?, Int, Int64?, Bool, Bool, Double).self)
+    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness, contexts, count) =
+      try row.decode((String, String, UUID?, Int, Int64?, Bool, Bool, Double, String?, Int).self)
     return ClaimedBurst(
       key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
       exhausted: exhausted, gaveWay: claim == nil && !exhausted, takenOver: takenOver,
-      latenessMilliseconds: lateness)
+      latenessMilliseconds: lateness, submissions: count, traceContexts: contexts)
   }
 }
 
@@ -288,6 +385,11 @@ struct ClaimedBurst: Sendable {
   var takenOver: Bool
   /// From the burst's deadline to the claim, on the database's clock.
   var latenessMilliseconds: Double
+  /// How many submissions the burst received.
+  var submissions: Int = 1
+  /// The trace contexts stored with its submissions (a JSON array of ``TraceCarrier``s); nil
+  /// when none was stored.
+  var traceContexts: String? = nil
   /// When the run's handler started, on the worker's clock; nil while it has not (or when it
   /// never did: its value did not decode). The run's end moves `last_start` from the claim to
   /// this instant (see `handlerStart(since:)`), so that `minimumSpacing` counts from the
@@ -341,6 +443,7 @@ struct SucceededStatement: PostgresPreparedStatement {
     WITH done AS (
       SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished,
         b.later -> 0 AS next_value, b.later - 0 AS next_later, \(started) AS started,
+        b.traces - 0 AS next_traces,
         greatest(\(nextHeadDue), \(spacedUntil)) AS next_due, \(spacedUntil) AS spaced_until,
         $4 > 0 AND coalesce(\(spacedUntil) > clock_timestamp(), false) AS rests
       FROM dpd_bursts AS b,
@@ -355,6 +458,7 @@ struct SucceededStatement: PostgresPreparedStatement {
     ), rested AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
         attempts = 0, last_error = NULL, value = 'null'::jsonb, submissions = 0, idle = true,
+        traces = '[]'::jsonb,
         last_start = done.started, due_at = done.spaced_until
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND done.finished AND done.rests
@@ -362,7 +466,7 @@ struct SucceededStatement: PostgresPreparedStatement {
     ), released AS (
       UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
         attempts = 0, value = done.next_value, later = done.next_later, due_at = done.next_due,
-        last_start = done.started
+        traces = done.next_traces, last_start = done.started
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
@@ -459,6 +563,7 @@ struct FailedStatement: PostgresPreparedStatement {
       last_error = $6,
       value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
       later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
+      traces = CASE WHEN \(givesWay) THEN b.traces - 0 ELSE b.traces END,
       deadline = CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END,
       due_at = greatest(CASE WHEN \(givesWay) THEN \(nextHeadDue) ELSE \(retryAt) END,
         \(handlerStart(since: "$9")) + $8 * interval '1 millisecond'),
@@ -576,8 +681,9 @@ package enum BenchmarkStatements {
   /// `delay`'s statement as a pgbench script for one submission per transaction: the same SQL,
   /// with the bindings of a single-row batch written in (queue `name`, a fresh key per
   /// transaction drawn into pgbench's `:k`, the value `1`, a one-hour delay, `.extend`, no
-  /// `maxWait`, no `maxSubmissions`, `.replace`, no `minimumSpacing`). The benchmark prints it
-  /// so that pgbench runs the statement the package sends, not a copy that could drift from it.
+  /// `maxWait`, no `maxSubmissions`, `.replace`, no `minimumSpacing`; without a trace context,
+  /// as without a tracer). The benchmark prints it so that pgbench runs the statement the
+  /// package sends, not a copy that could drift from it.
   package static func pgbenchScript(name: String) -> String {
     precondition(
       name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" },

@@ -24,6 +24,11 @@ extension PostgresDelayedPreemptiveQueue {
   /// (thrown, or never ended because its worker died or lost the lease) is kept in
   /// ``failures()``.
   ///
+  /// Each run is a span of swift-distributed-tracing's global tracer, of kind `.consumer` and
+  /// named `"<queue name> process"`, linked to the trace contexts stored with the burst's
+  /// submissions and current while the handler runs; a handler's error is recorded on it
+  /// (<doc:OperatingAQueue#Turn-tracing-on>).
+  ///
   /// The worker sleeps until the earliest deadline it knows of. A submission that makes the
   /// earliest deadline earlier, a ``flush(_:)`` that finds a pending burst and a
   /// ``retryFailure(_:)`` that finds a kept failure wake it through LISTEN/NOTIFY; `safetyPoll`

@@ -1,8 +1,10 @@
 import DelayedPreemptiveDispatch
 import Foundation
+import Instrumentation
 import Logging
 import Metrics
 import PostgresNIO
+import Tracing
 
 /// Keyed bursts shared by every replica of a service through one PostgreSQL database: the
 /// in-process `KeyedDelayedPreemptiveActor`'s rules (each key has its own bursts, with the
@@ -85,6 +87,12 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   public var outageBackoff: Duration = .seconds(5)
   /// The tests' seam for answers lost after a statement was applied; nil outside the tests.
   var faults: DatabaseFaults?
+  /// The tests' tracer; nil outside the tests, where the queue traces through the global
+  /// `InstrumentationSystem.tracer` (P18), read at each call, so that a bootstrap after `init`
+  /// counts.
+  var tracer: (any Tracer)?
+  /// The tracer that `delay` injects with and a run's span comes from.
+  var tracerInUse: any Tracer { tracer ?? InstrumentationSystem.tracer }
 
   /// Creates a handle on the queue `name` in the database that `client` reaches; several
   /// handles (on several replicas) with one `name` share its bursts.
@@ -233,6 +241,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// one multi-row upsert; each call returns once its
   /// submission is stored, and a call that returned is never lost.
   ///
+  /// With a tracer bootstrapped in swift-distributed-tracing's `InstrumentationSystem`, the
+  /// calling task's current `ServiceContext` is stored with the submission, through the tracer's
+  /// `inject`, so that the run's span links to it (the first and the newest of a burst, 128 in
+  /// all; <doc:OperatingAQueue#Turn-tracing-on>). Without one, nothing is stored for it.
+  ///
   /// Throws, always a ``PostgresDelayedPreemptiveQueueError``: `emptyKey` or `invalidKey` for
   /// a key that cannot be stored, `valueNotEncodable` for a value that does not encode as JSON
   /// or holds a NUL character, or (with `merge: .append`) does not encode as a JSON array (in
@@ -251,8 +264,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let key = try checked(key)
     let json = try ValueCodec.encode(value, key: key)
     if merge == .append { try ValueCodec.requireArray(json, key: key) }
+    // The caller's trace context, read here in the caller's task: nothing to inject (and no
+    // tracer to read) when no context is current, as without a tracer.
+    let trace = ServiceContext.current.map { TraceCarrier.json(injecting: $0, with: tracerInUse) }
     let submission = DelayStatement.Submission(
-      key: key, json: json, delayMilliseconds: duration.milliseconds)
+      key: key, json: json, delayMilliseconds: duration.milliseconds, traceContext: trace ?? "")
     let notified = try await submissions.submit(submission, using: self)
     metrics.submissions.increment()
     return notified
@@ -267,8 +283,13 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       maxSubmissions: options.maxSubmissions, append: merge == .append,
       minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
+    let traced = batch.contains { !$0.traceContext.isEmpty }
     return try await database("delay", timeout: timeout) { connection in
-      try await connection.rows(statement, logger: logger).first ?? false
+      if traced {
+        return try await connection.rows(TracedDelayStatement(statement: statement), logger: logger)
+          .first ?? false
+      }
+      return try await connection.rows(statement, logger: logger).first ?? false
     }
   }
 
@@ -307,7 +328,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
           FROM cancelled AS c
           WHERE b.name = \(name) AND b.key = c.key AND c.rests RETURNING 1
         ), behind AS (
-          UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb
+          UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb,
+            \(unescaped: headAloneAgain)
           WHERE name = \(name) AND key = \(key) AND claim IS NOT NULL
             AND later <> '[]'::jsonb
           RETURNING 1

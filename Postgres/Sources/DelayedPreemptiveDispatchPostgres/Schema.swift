@@ -28,9 +28,18 @@ import PostgresNIO
 /// a run, a retry, a takeover) makes it due no sooner than `last_start` + the spacing, so a claim
 /// needs to check only `due_at`. The index on due rows leaves idle rows out; another one finds
 /// the idle rows whose spacing has passed.
+///
+/// Version 5 adds `traces`, the bursts' trace records (P18), one JSON object per burst in the
+/// row's order (the head's first, then those of `later`): `contexts`, the trace contexts stored
+/// with the burst's submissions (``TraceCarrier``; the first and the newest, 128 in all), and
+/// `count`, the burst's submissions, fixed when a burst behind it starts (until then the row's
+/// `submissions` counts them). The newest burst's record may be missing (nothing was stored for
+/// it yet), so the array holds as many records as the row has bursts, or one fewer: a row with
+/// no trace context and one burst holds `[]`, and a submission without a trace context adds
+/// nothing. Rows of an earlier version get an empty record for each burst but the newest.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 4
+  static let version = 5
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -102,6 +111,14 @@ enum Schema {
           CREATE INDEX dpd_bursts_due ON dpd_bursts (name, due_at) WHERE NOT failed AND NOT idle;
           CREATE INDEX dpd_bursts_idle ON dpd_bursts (name, due_at) WHERE idle;
           UPDATE dpd_schema SET version = 4;
+          found := 4;
+        END IF;
+        IF found < 5 THEN
+          ALTER TABLE dpd_bursts ADD COLUMN traces jsonb NOT NULL DEFAULT '[]'::jsonb;
+          UPDATE dpd_bursts
+          SET traces = (SELECT jsonb_agg('{}'::jsonb) FROM jsonb_array_elements(later))
+          WHERE later <> '[]'::jsonb;
+          UPDATE dpd_schema SET version = 5;
         END IF;
       END
       $migration$

@@ -1,4 +1,5 @@
 import Foundation
+import Instrumentation
 import Logging
 import PostgresNIO
 
@@ -204,10 +205,13 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 
   /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
   /// records the end while the lease still holds, with the handler's start (from which
-  /// `minimumSpacing` counts).
+  /// `minimumSpacing` counts). The run's span (``RunSpan``) is current while the handler runs,
+  /// so that the handler's own spans are its children.
   private func perform(_ burst: ClaimedBurst, claimedAt: ContinuousClock.Instant) async {
     var burst = burst
+    let span = RunSpan.start(for: burst, queue: queue.name, tracer: queue.tracerInUse)
     let result: Result<Void, any Error>
+    let spanError: (any Error)?
     do {
       let value = try ValueCodec.decode(Value.self, from: burst.json, key: burst.key)
       let run = PostgresBurstRun(
@@ -218,13 +222,19 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         Int64(max(0, burst.latenessMilliseconds) * 1e6)
           + (started - claimedAt).nanoseconds)
       let handler = handler
-      let task = Task { try await handler(run) }
+      let context = span.context
+      let task = Task {
+        try await ServiceContext.$current.withValue(context) { try await handler(run) }
+      }
       leases.attach(burst.claim) { task.cancel() }
       result = await task.result
       queue.metrics.runDuration.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+      if case .failure(let error) = result { spanError = error } else { spanError = nil }
     } catch {
       result = .failure(error)
+      spanError = RunSpan.ValueNotDecodable()
     }
+    RunSpan.end(span, recording: spanError)
     await record(result, of: burst)
     leases.remove(burst.claim)
     await runEnded.ring()

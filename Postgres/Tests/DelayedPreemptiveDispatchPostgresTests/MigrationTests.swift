@@ -5,8 +5,8 @@ import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// Upgrading a database of schema version 2 in place, with bursts in every state, from several
-/// replicas at once. Runs in a database of its own.
+/// Upgrading a database of schema version 2 in place (through versions 3, 4 and 5), with bursts in
+/// every state, from several replicas at once. Runs in a database of its own.
 @Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresMigrationTests {
   /// The tables as version 2 of this package made them (the v1 and v2 steps of its migration).
@@ -69,11 +69,15 @@ struct PostgresMigrationTests {
       try await group.waitForAll()
     }
     try await queue.migrate()
-    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "4")
+    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "5")
     // Version 4: the index of due rows leaves out the rows kept only for `minimumSpacing`.
     let dueIndex = try await Self.text(client, "SELECT pg_get_indexdef('dpd_bursts_due'::regclass)")
     #expect(dueIndex?.contains("(NOT idle)") == true, "\(dueIndex ?? "no index")")
     #expect(try await Self.later(client, "behind") == #"[["b3"]]"#)
+    // Version 5: a trace record for each burst but the newest; nothing was traced before.
+    #expect(try await Self.traces(client, "behind") == "[{}]")
+    #expect(try await Self.traces(client, "alone") == "[]")
+    #expect(try await Self.traces(client, "failed") == "[]")
     #expect(try await Self.later(client, "alone") == "[]")
     #expect(try await Self.later(client, "waiting") == "[]")
     #expect(try await queue.pendingCount() == 3)
@@ -115,5 +119,9 @@ struct PostgresMigrationTests {
 
   static func later(_ client: PostgresClient, _ key: String) async throws -> String? {
     try await text(client, "SELECT later::text FROM dpd_bursts WHERE name = 'q' AND key = \(key)")
+  }
+
+  static func traces(_ client: PostgresClient, _ key: String) async throws -> String? {
+    try await text(client, "SELECT traces::text FROM dpd_bursts WHERE name = 'q' AND key = \(key)")
   }
 }
