@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 // The SQL of the queue, one prepared statement per operation. Every instant comes from the
@@ -33,7 +34,9 @@ import PostgresNIO
 struct DelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
-  static let sql = upsertSQL(tracingContexts: false)
+  /// A call of `dpd_submit`, whose body is ``upsertSQL(tracingContexts:)`` (see
+  /// ``DatabaseFunctions``): the rules of submission exist once, in the database.
+  static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 
   /// The upsert, with the submissions' trace contexts as `$10` when `tracingContexts`.
   static func upsertSQL(tracingContexts: Bool) -> String {
@@ -216,6 +219,16 @@ struct DelayStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+
+  /// Sends the batch on `connection`, as ``TracedDelayStatement`` when a submission carries a
+  /// trace context; returns whether it woke the workers.
+  func send(on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+    if submissions.contains(where: { !$0.traceContext.isEmpty }) {
+      return try await connection.rows(TracedDelayStatement(statement: self), logger: logger)
+        .first ?? false
+    }
+    return try await connection.rows(self, logger: logger).first ?? false
+  }
 }
 
 /// ``DelayStatement`` for a batch in which a submission carries a trace context: the same
@@ -225,7 +238,7 @@ struct DelayStatement: PostgresPreparedStatement {
 struct TracedDelayStatement: PostgresPreparedStatement {
   typealias Row = Bool
 
-  static let sql = DelayStatement.upsertSQL(tracingContexts: true)
+  static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
   static let bindingDataTypes = DelayStatement.bindingDataTypes + [.textArray]
 
   var statement: DelayStatement
@@ -237,6 +250,104 @@ struct TracedDelayStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try statement.decodeRow(row) }
+}
+
+/// `cancel`: a call of `dpd_cancel` (``DatabaseFunctions``), whose body is ``rules(name:key:spacing:)``.
+/// It cancels the key's pending bursts: a waiting head (with the bursts behind it) is deleted, or
+/// kept `idle` when the key's last run started within `minimumSpacing` ($3, milliseconds), so
+/// that the row remembers that start; the bursts waiting behind a running head are dropped, and
+/// the head's trace record is left alone. Returns whether there was one.
+struct CancelStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  static let sql = "SELECT dpd_cancel($1, $2, $3 * interval '1 millisecond')"
+  static let bindingDataTypes: [PostgresDataType] = [.text, .text, .float8]
+
+  var name: String
+  var key: String
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double
+
+  /// The statement of the rules, with the SQL expressions of the queue's name, the key and the
+  /// spacing in milliseconds; it selects the number of rows it changed.
+  static func rules(name: String, key: String, spacing: String) -> String {
+    """
+    WITH cancelled AS (
+        SELECT key, last_start + \(spacing) * interval '1 millisecond' AS spaced_until,
+          coalesce(last_start + \(spacing) * interval '1 millisecond' > clock_timestamp(), false)
+            AS rests
+        FROM dpd_bursts
+        WHERE name = \(name) AND key = \(key) AND claim IS NULL AND NOT failed AND NOT idle
+        FOR UPDATE
+      ), waiting AS (
+        DELETE FROM dpd_bursts AS b USING cancelled AS c
+        WHERE b.name = \(name) AND b.key = c.key AND NOT c.rests RETURNING 1
+      ), rested AS (
+        UPDATE dpd_bursts AS b SET idle = true, value = 'null'::jsonb, later = '[]'::jsonb,
+          submissions = 0, attempts = 0, last_error = NULL, due_at = c.spaced_until,
+          traces = '[]'::jsonb
+        FROM cancelled AS c
+        WHERE b.name = \(name) AND b.key = c.key AND c.rests RETURNING 1
+      ), behind AS (
+        UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb,
+          \(headAloneAgain)
+        WHERE name = \(name) AND key = \(key) AND claim IS NOT NULL
+          AND later <> '[]'::jsonb
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM waiting) + (SELECT count(*) FROM rested)
+        + (SELECT count(*) FROM behind)
+    """
+  }
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 3)
+    bindings.append(name)
+    bindings.append(key)
+    bindings.append(minimumSpacingMilliseconds)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// `flush`: a call of `dpd_flush` (``DatabaseFunctions``), whose body is ``rules(name:key:)``.
+/// It makes the key's pending bursts due now and lifts `minimumSpacing` for its next run; a
+/// burst behind a running head becomes due when that run ends. It wakes the workers when there
+/// was one, and returns whether there was one.
+struct FlushStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  static let sql = "SELECT dpd_flush($1, $2)"
+  static let bindingDataTypes: [PostgresDataType] = [.text, .text]
+
+  var name: String
+  var key: String
+
+  /// The statement of the rules, with the SQL expressions of the queue's name and the key; it
+  /// selects whether it flushed a burst.
+  static func rules(name: String, key: String) -> String {
+    """
+    WITH flushed AS (
+        UPDATE dpd_bursts SET deadline = clock_timestamp(), last_start = NULL,
+          due_at = CASE WHEN claim IS NULL THEN clock_timestamp() ELSE due_at END
+        WHERE name = \(name) AND key = \(key) AND NOT failed AND NOT idle
+          AND (claim IS NULL OR later <> '[]'::jsonb)
+        RETURNING 1
+      )
+      SELECT CASE WHEN EXISTS (SELECT 1 FROM flushed)
+        THEN (SELECT true FROM pg_notify('\(wakeChannel)', \(name))) ELSE false END
+    """
+  }
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 2)
+    bindings.append(name)
+    bindings.append(key)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
 }
 
 /// When the burst behind the head (`later -> 0`) becomes due, as it becomes the head: at once
@@ -395,6 +506,9 @@ struct ClaimedBurst: Sendable {
   /// this instant (see `handlerStart(since:)`), so that `minimumSpacing` counts from the
   /// handler's start.
   var handlerStarted: ContinuousClock.Instant?
+  /// The stored value did not decode as the queue's `Value`: the run is kept as a failure at
+  /// once, never retried (rule P15).
+  var valueDoesNotDecode = false
 
   /// Milliseconds from the handler's start to now, as the end's statements take it: -1 when the
   /// handler did not start.
@@ -699,5 +813,81 @@ package enum BenchmarkStatements {
       script = script.replacingOccurrences(of: placeholder, with: literal)
     }
     return "\\set k random(1, 1000000000)\n" + script + ";\n"
+  }
+}
+
+/// `migrate()`'s second statement: stores the queue's options under its name in `dpd_queues`,
+/// for `dpd_delay` (rule P15; the last replica to migrate wins), and returns the options stored
+/// before, if any, so that a replica whose options differ can say so.
+struct StoreOptionsStatement: PostgresPreparedStatement {
+  typealias Row = StoredOptions
+
+  static let sql = """
+    WITH previous AS (
+      SELECT deadline_policy, max_wait_ms, max_submissions, merge, minimum_spacing_ms
+      FROM dpd_queues WHERE name = $1
+      FOR UPDATE
+    ), stored AS (
+      INSERT INTO dpd_queues AS q (name, deadline_policy, max_wait_ms, max_submissions, merge,
+        minimum_spacing_ms, migrated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp())
+      ON CONFLICT (name) DO UPDATE SET deadline_policy = excluded.deadline_policy,
+        max_wait_ms = excluded.max_wait_ms, max_submissions = excluded.max_submissions,
+        merge = excluded.merge, minimum_spacing_ms = excluded.minimum_spacing_ms,
+        migrated_at = excluded.migrated_at
+    )
+    SELECT deadline_policy, max_wait_ms, max_submissions, merge, minimum_spacing_ms FROM previous
+    """
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .text, .float8, .int8, .text, .float8,
+  ]
+
+  var name: String
+  var options: StoredOptions
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 6)
+    bindings.append(name)
+    bindings.append(options.deadlinePolicy)
+    if let maxWait = options.maxWaitMilliseconds {
+      bindings.append(maxWait)
+    } else {
+      bindings.appendNull()
+    }
+    if let maxSubmissions = options.maxSubmissions {
+      bindings.append(maxSubmissions)
+    } else {
+      bindings.appendNull()
+    }
+    bindings.append(options.merge)
+    bindings.append(options.minimumSpacingMilliseconds)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row {
+    let (policy, maxWait, maxSubmissions, merge, spacing) = try row.decode(
+      (String, Double?, Int?, String, Double).self)
+    return StoredOptions(
+      deadlinePolicy: policy, maxWaitMilliseconds: maxWait, maxSubmissions: maxSubmissions,
+      merge: merge, minimumSpacingMilliseconds: spacing)
+  }
+}
+
+/// A queue's options as `dpd_queues` stores them, and as `dpd_delay` reads them.
+struct StoredOptions: Sendable, Hashable, CustomStringConvertible {
+  /// `extend` or `restart`.
+  var deadlinePolicy: String
+  var maxWaitMilliseconds: Double?
+  var maxSubmissions: Int?
+  /// `replace` or `append`.
+  var merge: String
+  /// 0 for none.
+  var minimumSpacingMilliseconds: Double
+
+  var description: String {
+    "deadlinePolicy \(deadlinePolicy), maxWait "
+      + (maxWaitMilliseconds.map { "\($0) ms" } ?? "none") + ", maxSubmissions "
+      + (maxSubmissions.map { "\($0)" } ?? "none") + ", merge \(merge), minimumSpacing "
+      + "\(minimumSpacingMilliseconds) ms"
   }
 }

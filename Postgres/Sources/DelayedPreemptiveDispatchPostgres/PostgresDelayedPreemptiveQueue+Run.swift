@@ -128,9 +128,17 @@ extension PostgresDelayedPreemptiveQueue {
   /// Records the end of a run that threw: returns what became of the burst, or nil when the
   /// claim was taken over and nothing was recorded.
   func failed(_ burst: ClaimedBurst, error: any Error) async throws -> FailedStatement.Outcome? {
+    var lastError = Self.storedErrorText(error)
+    if burst.valueDoesNotDecode,
+      case .valueNotDecodable(_, let reason)? = error as? PostgresDelayedPreemptiveQueueError
+    {
+      lastError = Self.storedErrorText(
+        "the stored value does not decode as \(Value.self): \(reason)")
+    }
     let statement = FailedStatement(
-      name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
-      backoffMilliseconds: retryBackoff.milliseconds, error: Self.storedErrorText(error),
+      name: name, key: burst.key, claim: burst.claim,
+      maxAttempts: burst.valueDoesNotDecode ? 1 : maxAttempts,
+      backoffMilliseconds: retryBackoff.milliseconds, error: lastError,
       append: merge == .append, minimumSpacingMilliseconds: minimumSpacingMilliseconds,
       millisecondsSinceHandlerStart: burst.millisecondsSinceHandlerStart)
     let logger = logger
@@ -142,7 +150,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// A handler's error as `last_error` keeps it: its description, without NUL characters (which
   /// PostgreSQL's text refuses, so that the statement would fail on every retry) and cut to
   /// 4,096 characters.
-  static func storedErrorText(_ error: any Error) -> String {
+  static func storedErrorText(_ error: Any) -> String {
     var text = String(describing: error).replacingOccurrences(of: "\0", with: "\\0")
     if text.count > 4096 { text = String(text.prefix(4095)) + "…" }
     return text

@@ -214,10 +214,27 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// refuses (`databaseError` with SQLSTATE `42501` when the role may not create tables).
   public func migrate() async throws {
     let logger = logger
-    _ = try await database("migrate") { connection in
+    let statement = StoreOptionsStatement(name: name, options: storedOptions)
+    let previous = try await database("migrate") { connection in
       try await connection.query(Schema.migration, logger: logger)
+      return try await connection.rows(statement, logger: logger).first
     }
     logger.info("schema ready", metadata: ["dpd.schema.version": "\(Schema.version)"])
+    if let previous, previous != statement.options {
+      let message =
+        "this replica's options differ from those stored for the queue: SQL callers of "
+        + "dpd_delay now use this replica's (stored: \(previous); now: \(statement.options))"
+      logger.warning("\(message)")
+    }
+  }
+
+  /// The queue's options as `migrate()` stores them for `dpd_delay`.
+  var storedOptions: StoredOptions {
+    StoredOptions(
+      deadlinePolicy: options.deadlinePolicy == .restart ? "restart" : "extend",
+      maxWaitMilliseconds: options.maxWait?.milliseconds, maxSubmissions: options.maxSubmissions,
+      merge: merge == .append ? "append" : "replace",
+      minimumSpacingMilliseconds: minimumSpacingMilliseconds)
   }
 
   /// Submits `value` for `key`: starts the key's burst with a deadline `duration` from the
@@ -261,35 +278,43 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
 
   /// ``delay(_:for:value:)``, returning whether the submission sent a wake-up NOTIFY.
   func submit(_ key: String, for duration: Duration, value: Value) async throws -> Bool {
+    let submission = try encoded(key, for: duration, value: value)
+    let notified = try await submissions.submit(submission, using: self)
+    metrics.submissions.increment()
+    return notified
+  }
+
+  /// A submission as the statement takes it, with the caller's trace context; the typed error
+  /// of a key or value that cannot be stored, before anything is sent.
+  func encoded(_ key: String, for duration: Duration, value: Value) throws
+    -> DelayStatement.Submission
+  {
     let key = try checked(key)
     let json = try ValueCodec.encode(value, key: key)
     if merge == .append { try ValueCodec.requireArray(json, key: key) }
     // The caller's trace context, read here in the caller's task: nothing to inject (and no
     // tracer to read) when no context is current, as without a tracer.
     let trace = ServiceContext.current.map { TraceCarrier.json(injecting: $0, with: tracerInUse) }
-    let submission = DelayStatement.Submission(
+    return DelayStatement.Submission(
       key: key, json: json, delayMilliseconds: duration.milliseconds, traceContext: trace ?? "")
-    let notified = try await submissions.submit(submission, using: self)
-    metrics.submissions.increment()
-    return notified
+  }
+
+  /// The statement that writes `batch` with the queue's options.
+  func delayStatement(_ batch: [DelayStatement.Submission]) -> DelayStatement {
+    DelayStatement(
+      name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
+      maxWaitMilliseconds: options.maxWait?.milliseconds,
+      maxSubmissions: options.maxSubmissions, append: merge == .append,
+      minimumSpacingMilliseconds: minimumSpacingMilliseconds)
   }
 
   /// Writes a batch of submissions with distinct keys in one statement, waiting at most
   /// `timeout`.
   func upsert(_ batch: [DelayStatement.Submission], timeout: Duration) async throws -> Bool {
-    let statement = DelayStatement(
-      name: name, submissions: batch, restart: options.deadlinePolicy == .restart,
-      maxWaitMilliseconds: options.maxWait?.milliseconds,
-      maxSubmissions: options.maxSubmissions, append: merge == .append,
-      minimumSpacingMilliseconds: minimumSpacingMilliseconds)
+    let statement = delayStatement(batch)
     let logger = logger
-    let traced = batch.contains { !$0.traceContext.isEmpty }
     return try await database("delay", timeout: timeout) { connection in
-      if traced {
-        return try await connection.rows(TracedDelayStatement(statement: statement), logger: logger)
-          .first ?? false
-      }
-      return try await connection.rows(statement, logger: logger).first ?? false
+      try await statement.send(on: connection, logger: logger)
     }
   }
 
@@ -303,40 +328,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// Throws as ``delay(_:for:value:)`` does, but for the value; and `CancellationError` when
   /// the calling task is cancelled before the call was sent (nothing was written).
   @discardableResult public func cancel(_ key: String) async throws -> Bool {
-    let key = try checked(key)
-    let name = name
+    let statement = CancelStatement(
+      name: name, key: try checked(key), minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
-    let spacing = minimumSpacingMilliseconds
-    return try await database("cancel", key: key) { connection in
-      // A waiting burst of a key whose last run started within the spacing leaves an idle row
-      // that remembers that start (see `Schema`); otherwise its row is deleted.
-      try await connection.scalar(
-        """
-        WITH cancelled AS (
-          SELECT key, last_start + \(spacing) * interval '1 millisecond' AS spaced_until,
-            coalesce(last_start + \(spacing) * interval '1 millisecond' > clock_timestamp(), false)
-              AS rests
-          FROM dpd_bursts
-          WHERE name = \(name) AND key = \(key) AND claim IS NULL AND NOT failed AND NOT idle
-          FOR UPDATE
-        ), waiting AS (
-          DELETE FROM dpd_bursts AS b USING cancelled AS c
-          WHERE b.name = \(name) AND b.key = c.key AND NOT c.rests RETURNING 1
-        ), rested AS (
-          UPDATE dpd_bursts AS b SET idle = true, value = 'null'::jsonb, later = '[]'::jsonb,
-            submissions = 0, attempts = 0, last_error = NULL, due_at = c.spaced_until
-          FROM cancelled AS c
-          WHERE b.name = \(name) AND b.key = c.key AND c.rests RETURNING 1
-        ), behind AS (
-          UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb,
-            \(unescaped: headAloneAgain)
-          WHERE name = \(name) AND key = \(key) AND claim IS NOT NULL
-            AND later <> '[]'::jsonb
-          RETURNING 1
-        )
-        SELECT (SELECT count(*) FROM waiting) + (SELECT count(*) FROM rested)
-          + (SELECT count(*) FROM behind)
-        """, as: Int.self, logger: logger) ?? 0 > 0
+    return try await database("cancel", key: statement.key) { connection in
+      try await connection.rows(statement, logger: logger).first ?? false
     }
   }
 
@@ -349,22 +345,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   ///
   /// Throws as ``cancel(_:)`` does.
   @discardableResult public func flush(_ key: String) async throws -> Bool {
-    let key = try checked(key)
-    let name = name
+    let statement = FlushStatement(name: name, key: try checked(key))
     let logger = logger
-    return try await database("flush", key: key) { connection in
-      try await connection.scalar(
-        """
-        WITH flushed AS (
-          UPDATE dpd_bursts SET deadline = clock_timestamp(), last_start = NULL,
-            due_at = CASE WHEN claim IS NULL THEN clock_timestamp() ELSE due_at END
-          WHERE name = \(name) AND key = \(key) AND NOT failed AND NOT idle
-            AND (claim IS NULL OR later <> '[]'::jsonb)
-          RETURNING 1
-        )
-        SELECT CASE WHEN EXISTS (SELECT 1 FROM flushed)
-          THEN (SELECT true FROM pg_notify(\(wakeChannel), \(name))) ELSE false END
-        """, as: Bool.self, logger: logger) ?? false
+    return try await database("flush", key: statement.key) { connection in
+      try await connection.rows(statement, logger: logger).first ?? false
     }
   }
 

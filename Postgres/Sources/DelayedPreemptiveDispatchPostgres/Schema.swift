@@ -37,9 +37,16 @@ import PostgresNIO
 /// it yet), so the array holds as many records as the row has bursts, or one fewer: a row with
 /// no trace context and one burst holds `[]`, and a submission without a trace context adds
 /// nothing. Rows of an earlier version get an empty record for each burst but the newest.
+///
+/// Version 6 adds the functions of submission (``DatabaseFunctions``: `dpd_submit`, `dpd_delay`,
+/// `dpd_cancel`, `dpd_flush`) and `dpd_queues`, each queue's options under its name, which
+/// `migrate()` stores so that `dpd_delay` applies the same rules as the Swift queue of that name.
+/// `dpd_schema.functions` is the `md5` of the installed functions' text: every migration
+/// replaces them when this package's text differs, so a new release (or an older one, migrating
+/// last) installs its own.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 5
+  static let version = 6
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -54,7 +61,9 @@ enum Schema {
   static let migration = PostgresQuery(
     unsafeSQL: """
       DO $migration$
-      DECLARE found integer;
+      DECLARE
+        found integer;
+        install text := $install$\(DatabaseFunctions.installation)$install$;
       BEGIN
         PERFORM pg_advisory_xact_lock(7238100917);
         CREATE TABLE IF NOT EXISTS dpd_schema (
@@ -119,6 +128,24 @@ enum Schema {
           SET traces = (SELECT jsonb_agg('{}'::jsonb) FROM jsonb_array_elements(later))
           WHERE later <> '[]'::jsonb;
           UPDATE dpd_schema SET version = 5;
+          found := 5;
+        END IF;
+        IF found < 6 THEN
+          CREATE TABLE dpd_queues (
+            name text PRIMARY KEY,
+            deadline_policy text NOT NULL,
+            max_wait_ms float8,
+            max_submissions bigint,
+            merge text NOT NULL,
+            minimum_spacing_ms float8 NOT NULL DEFAULT 0,
+            migrated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+          );
+          ALTER TABLE dpd_schema ADD COLUMN functions text;
+          UPDATE dpd_schema SET version = 6;
+        END IF;
+        IF (SELECT functions FROM dpd_schema) IS DISTINCT FROM md5(install) THEN
+          EXECUTE install;
+          UPDATE dpd_schema SET functions = md5(install);
         END IF;
       END
       $migration$

@@ -231,6 +231,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       queue.metrics.runDuration.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
       if case .failure(let error) = result { spanError = error } else { spanError = nil }
     } catch {
+      // Retrying cannot make a stored value decode: it is kept as a failure at once (P15).
+      burst.valueDoesNotDecode = true
       result = .failure(error)
       spanError = RunSpan.ValueNotDecodable()
     }

@@ -69,7 +69,17 @@ struct PostgresMigrationTests {
       try await group.waitForAll()
     }
     try await queue.migrate()
-    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "5")
+    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "6")
+    // Version 6: the functions of submission and the queue's stored options.
+    #expect(
+      try await Self.text(
+        client,
+        """
+        SELECT string_agg(proname, ',' ORDER BY proname) FROM pg_proc
+        WHERE proname IN ('dpd_submit', 'dpd_delay', 'dpd_cancel', 'dpd_flush')
+        """) == "dpd_cancel,dpd_delay,dpd_flush,dpd_submit")
+    #expect(
+      try await Self.text(client, "SELECT merge FROM dpd_queues WHERE name = 'q'") == "append")
     // Version 4: the index of due rows leaves out the rows kept only for `minimumSpacing`.
     let dueIndex = try await Self.text(client, "SELECT pg_get_indexdef('dpd_bursts_due'::regclass)")
     #expect(dueIndex?.contains("(NOT idle)") == true, "\(dueIndex ?? "no index")")

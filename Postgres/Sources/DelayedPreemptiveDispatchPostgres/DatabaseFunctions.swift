@@ -1,0 +1,159 @@
+/// The rules of submission as functions in the database (rule P15), which `migrate()` installs:
+/// the Swift client and SQL callers (a trigger, a service in another language, `psql`) use the
+/// same ones, so the rules exist once.
+///
+/// - `dpd_submit(…)` is the set-based upsert of ``DelayStatement`` (a batch of keys with their
+///   values and delays, and the options). Its body is that statement's SQL, unchanged: the
+///   statement's placeholders `$1`… are the function's parameters in the same order. The Swift
+///   client calls it for every batch, of one submission or of hundreds.
+/// - `dpd_delay(queue, key, delay, value, …)` is one submission from SQL: it reads the options
+///   that `migrate()` stored under the queue's name (`dpd_queues`), lets named, defaulted
+///   parameters override them for this call, checks its input as the Swift `delay` does, and
+///   calls `dpd_submit` with one row.
+/// - `dpd_cancel(queue, key)` and `dpd_flush(queue, key)` are ``CancelStatement`` and
+///   ``FlushStatement``'s rules; the Swift `cancel` and `flush` call them too.
+///
+/// They are PL/pgSQL functions, so that each session plans their statements once and reuses the
+/// plan, as it does for a prepared statement. `migrate()` installs them when the installed text
+/// differs from this package's (`dpd_schema.functions` holds its `md5`), so that every replica
+/// of one release finds the same functions, and the last replica to migrate wins, as it does
+/// for the stored options.
+enum DatabaseFunctions {
+  /// The statements that create or replace the functions, one string for `EXECUTE`.
+  static let installation = """
+    CREATE OR REPLACE FUNCTION dpd_submit(text, text[], text[], float8[], boolean, float8, int8,
+      boolean, float8, text[] DEFAULT NULL)
+    RETURNS boolean LANGUAGE plpgsql AS $dpd_submit$
+    #variable_conflict use_column
+    DECLARE notified boolean;
+    BEGIN
+      IF $10 IS NULL THEN
+        \(DelayStatement.upsertSQL(tracingContexts: false))
+        INTO notified;
+      ELSE
+        \(DelayStatement.upsertSQL(tracingContexts: true))
+        INTO notified;
+      END IF;
+      RETURN notified;
+    END
+    $dpd_submit$;
+
+    CREATE OR REPLACE FUNCTION dpd_delay(queue text, key text, delay interval, value jsonb,
+      deadline_policy text DEFAULT NULL, max_wait interval DEFAULT NULL,
+      max_submissions integer DEFAULT NULL, merge text DEFAULT NULL,
+      minimum_spacing interval DEFAULT NULL, trace_context jsonb DEFAULT NULL)
+    RETURNS void LANGUAGE plpgsql AS $dpd_delay$
+    #variable_conflict use_column
+    DECLARE
+      stored dpd_queues%ROWTYPE;
+      policy text;
+      mode text;
+      wait_ms float8;
+      cap int8;
+      spacing_ms float8;
+    BEGIN
+      \(checks("dpd_delay"))
+      IF dpd_delay.delay IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'dpd_delay: delay must not be null';
+      END IF;
+      IF dpd_delay.value IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = '22004',
+          MESSAGE = 'dpd_delay: value must not be null (a JSON null is ''null''::jsonb)';
+      END IF;
+      SELECT * INTO stored FROM dpd_queues AS q WHERE q.name = dpd_delay.queue;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = '\(unknownQueueState)',
+          MESSAGE = format('dpd_delay: no queue named %L was migrated in this database', queue),
+          HINT = 'A PostgresDelayedPreemptiveQueue of that name stores its options when it runs migrate().';
+      END IF;
+      policy := coalesce(deadline_policy, stored.deadline_policy);
+      IF policy NOT IN ('extend', 'restart') THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: deadline_policy must be ''extend'' or ''restart'', not %L', policy);
+      END IF;
+      mode := coalesce(merge, stored.merge);
+      IF mode NOT IN ('replace', 'append') THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: merge must be ''replace'' or ''append'', not %L', mode);
+      END IF;
+      IF mode = 'append' AND jsonb_typeof(dpd_delay.value) <> 'array' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: queue %L appends values: value must be a JSON array, not %s',
+            queue, jsonb_typeof(dpd_delay.value));
+      END IF;
+      IF max_submissions IS NOT NULL AND max_submissions < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: max_submissions must be at least 1, not %s', max_submissions);
+      END IF;
+      wait_ms := CASE WHEN max_wait IS NULL THEN stored.max_wait_ms
+        ELSE \(milliseconds("max_wait")) END;
+      cap := coalesce(max_submissions, stored.max_submissions);
+      spacing_ms := CASE WHEN minimum_spacing IS NULL THEN stored.minimum_spacing_ms
+        ELSE \(milliseconds("minimum_spacing")) END;
+      PERFORM dpd_submit(queue, ARRAY[dpd_delay.key], ARRAY[dpd_delay.value::text],
+        ARRAY[\(milliseconds("dpd_delay.delay"))], policy = 'restart', wait_ms, cap,
+        mode = 'append', spacing_ms,
+        CASE WHEN trace_context IS NULL THEN NULL ELSE ARRAY[trace_context::text] END);
+    END
+    $dpd_delay$;
+
+    CREATE OR REPLACE FUNCTION dpd_cancel(queue text, key text,
+      minimum_spacing interval DEFAULT NULL)
+    RETURNS boolean LANGUAGE plpgsql AS $dpd_cancel$
+    #variable_conflict use_column
+    DECLARE cancelled integer;
+    BEGIN
+      \(checks("dpd_cancel"))
+      \(CancelStatement.rules(
+        name: "queue", key: "dpd_cancel.key",
+        spacing: """
+          coalesce(\(milliseconds("minimum_spacing")),
+            (SELECT q.minimum_spacing_ms FROM dpd_queues AS q WHERE q.name = queue), 0)
+          """))
+      INTO cancelled;
+      RETURN cancelled > 0;
+    END
+    $dpd_cancel$;
+
+    CREATE OR REPLACE FUNCTION dpd_flush(queue text, key text)
+    RETURNS boolean LANGUAGE plpgsql AS $dpd_flush$
+    #variable_conflict use_column
+    DECLARE flushed boolean;
+    BEGIN
+      \(checks("dpd_flush"))
+      \(FlushStatement.rules(name: "queue", key: "dpd_flush.key"))
+      INTO flushed;
+      RETURN flushed;
+    END
+    $dpd_flush$;
+    """
+
+  /// The SQLSTATE that `dpd_delay` raises for a queue name that no `migrate()` stored.
+  static let unknownQueueState = "DPD02"
+
+  /// The checks of a queue name and a key that every SQL function makes, as the Swift calls do
+  /// before they send anything: the errors name the function and the parameter.
+  private static func checks(_ function: String) -> String {
+    """
+    IF queue IS NULL OR queue = '' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = '\(function): queue must not be empty';
+      END IF;
+      IF \(function).key IS NULL OR \(function).key = '' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = '\(function): key must not be empty';
+      END IF;
+      IF octet_length(\(function).key) > \(PostgresDelayedPreemptiveQueue<Int>.maximumKeyBytes) THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('\(function): key must be at most \(
+            PostgresDelayedPreemptiveQueue<Int>.maximumKeyBytes) bytes of UTF-8, not %s',
+            octet_length(\(function).key));
+      END IF;
+    """
+  }
+
+  /// An `interval` in milliseconds, as the statements take durations: a negative one counts as
+  /// zero where the rules say so, and beyond 200 years it saturates, as `Duration` does.
+  private static func milliseconds(_ interval: String) -> String {
+    "least(extract(epoch FROM \(interval)) * 1000, \(Duration.longestMilliseconds))::float8"
+  }
+}
