@@ -1,3 +1,4 @@
+import PostgresNIO
 import ServiceLifecycle
 
 /// Runs a queue's worker as a swift-service-lifecycle `Service`: prepares the schema, works until
@@ -41,7 +42,7 @@ public struct PostgresBurstWorker<Value: Codable & Sendable>: Service {
   public let queue: PostgresDelayedPreemptiveQueue<Value>
   /// How many handlers run at once, at most.
   public let concurrency: Int
-  let handler: @Sendable (PostgresBurstRun<Value>) async throws -> Void
+  let handler: RunHandler<Value>
 
   /// Creates the service; nothing runs until ``run()``.
   ///
@@ -57,7 +58,24 @@ public struct PostgresBurstWorker<Value: Codable & Sendable>: Service {
     requireArgument(concurrency >= 1, "PostgresBurstWorker: concurrency must be at least 1")
     self.queue = queue
     self.concurrency = concurrency
-    self.handler = handler
+    self.handler = .plain(handler)
+  }
+
+  /// Creates the service with a transactional handler; nothing runs until ``run()``. Each run's
+  /// handler gets a connection with a transaction open, and the run's end is written in that
+  /// same transaction, which commits only while the run's claim still holds the key:
+  /// ``PostgresDelayedPreemptiveQueue/run(concurrency:transactionalHandler:)`` says what that
+  /// guarantees and what it costs.
+  public init(
+    queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int = 4,
+    transactionalHandler:
+      @escaping @Sendable (PostgresBurstRun<Value>, PostgresConnection)
+      async throws -> Void
+  ) {
+    requireArgument(concurrency >= 1, "PostgresBurstWorker: concurrency must be at least 1")
+    self.queue = queue
+    self.concurrency = concurrency
+    self.handler = .transactional(transactionalHandler)
   }
 
   /// Prepares the schema (see ``PostgresBurstWorker``), then works until graceful shutdown or
@@ -81,7 +99,7 @@ public struct PostgresBurstWorker<Value: Codable & Sendable>: Service {
       } catch is CancellationError {
         return
       }
-      try await queue.run(concurrency: concurrency, handler: handler)
+      try await queue.work(concurrency: concurrency, handler: handler)
     }
   }
 }

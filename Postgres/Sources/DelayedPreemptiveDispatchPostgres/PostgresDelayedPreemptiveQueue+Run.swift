@@ -59,6 +59,50 @@ extension PostgresDelayedPreemptiveQueue {
     concurrency: Int = 4,
     handler: @escaping @Sendable (PostgresBurstRun<Value>) async throws -> Void
   ) async throws {
+    try await work(concurrency: concurrency, handler: .plain(handler))
+  }
+
+  /// Like ``run(concurrency:handler:)-(_,(PostgresBurstRun<Value>)->Void)``, but each run's
+  /// handler gets a connection with a transaction open, and the run's end is written in that
+  /// same transaction (rule P16): the handler's writes through `connection` and the end of the
+  /// burst commit together or not at all. When the handler returns, the transaction commits only
+  /// if the run's claim still holds the key (its fence is the current one); a stale run, whose
+  /// lease was lost and whose burst another worker took over, is rolled back, so none of its
+  /// writes land, without any fence column of yours. A handler that throws is rolled back and
+  /// retried as a handler that throws always is. Effects in the same database are thereby
+  /// applied exactly once per burst.
+  ///
+  /// ```swift
+  /// try await queue.run(concurrency: 4) { run, connection in
+  ///   try await connection.query(
+  ///     "UPDATE search_index SET body = \(run.value) WHERE id = \(run.key)", logger: logger)
+  /// }   // the index row and the end of the burst commit together
+  /// ```
+  ///
+  /// Do not end the transaction in the handler (no `COMMIT` or `ROLLBACK`): the worker does. A
+  /// `delay(_:for:value:on:)` made on `connection` commits with the run, so a run can hand work
+  /// on exactly once.
+  ///
+  /// What a long transaction costs: each running handler holds one connection of the client's
+  /// pool for its whole run, and the lease is renewed on others, so give the pool at least
+  /// `concurrency` + 2 connections (claims, renewals and LISTEN need theirs). The rows that the
+  /// handler writes stay locked until the run ends, so other writers of those rows wait for it;
+  /// and a transaction that stays open holds back PostgreSQL's vacuum of every table, so keep
+  /// runs short (seconds, not hours), and set `idle_in_transaction_session_timeout` to bound
+  /// the damage of a paused worker. A paused (SIGSTOPped) worker's transaction stays open until
+  /// it resumes or its session ends; its burst is taken over once its lease has passed, and
+  /// when it resumes its transaction is rolled back.
+  public func run(
+    concurrency: Int = 4,
+    transactionalHandler:
+      @escaping @Sendable (PostgresBurstRun<Value>, PostgresConnection)
+      async throws -> Void
+  ) async throws {
+    try await work(concurrency: concurrency, handler: .transactional(transactionalHandler))
+  }
+
+  /// The worker loop with either kind of handler.
+  func work(concurrency: Int, handler: RunHandler<Value>) async throws {
     requireArgument(
       concurrency >= 1, "PostgresDelayedPreemptiveQueue.run: concurrency must be at least 1")
     let owner = "\(ProcessInfo.processInfo.hostName)/\(getpid())/\(UUID().uuidString.prefix(8))"

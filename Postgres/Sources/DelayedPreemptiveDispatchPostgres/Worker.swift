@@ -10,7 +10,7 @@ import PostgresNIO
 struct Worker<Value: Codable & Sendable>: Sendable {
   let queue: PostgresDelayedPreemptiveQueue<Value>
   let concurrency: Int
-  let handler: @Sendable (PostgresBurstRun<Value>) async throws -> Void
+  let handler: RunHandler<Value>
   let owner: String
   let completions: CompletionBatcher<Value>
   let leases = LeaseBook()
@@ -20,7 +20,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
 
   init(
     queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
-    handler: @escaping @Sendable (PostgresBurstRun<Value>) async throws -> Void, owner: String
+    handler: RunHandler<Value>, owner: String
   ) {
     self.queue = queue
     self.concurrency = concurrency
@@ -210,7 +210,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   private func perform(_ burst: ClaimedBurst, claimedAt: ContinuousClock.Instant) async {
     var burst = burst
     let span = RunSpan.start(for: burst, queue: queue.name, tracer: queue.tracerInUse)
-    let result: Result<Void, any Error>
+    let result: Result<RunEnd, any Error>
     let spanError: (any Error)?
     do {
       let value = try ValueCodec.decode(Value.self, from: burst.json, key: burst.key)
@@ -223,8 +223,17 @@ struct Worker<Value: Codable & Sendable>: Sendable {
           + (started - claimedAt).nanoseconds)
       let handler = handler
       let context = span.context
-      let task = Task {
-        try await ServiceContext.$current.withValue(context) { try await handler(run) }
+      let claimed = burst
+      let task = Task { () async throws -> RunEnd in
+        try await ServiceContext.$current.withValue(context) {
+          switch handler {
+          case .plain(let body):
+            try await body(run)
+            return .returned
+          case .transactional(let body):
+            return try await transactional(run, of: claimed, body)
+          }
+        }
       }
       leases.attach(burst.claim) { task.cancel() }
       result = await task.result
@@ -251,7 +260,18 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// it names is gone then, so the retry matches nothing. A statement that the database refuses
   /// for any other reason than an outage or a conflict is a defect: it is logged at error level
   /// and counted, and not retried; the run's lease then runs out, and the burst runs again.
-  private func record(_ result: Result<Void, any Error>, of burst: ClaimedBurst) async {
+  private func record(_ result: Result<RunEnd, any Error>, of burst: ClaimedBurst) async {
+    switch result {
+    case .success(.committed):
+      queue.metrics.succeeded.increment()
+      return
+    case .success(.stale):
+      return leaseLost(burst)
+    case .success(.commitUnconfirmed):
+      return notRecorded(burst, unconfirmed: true)
+    case .success(.returned), .failure:
+      break
+    }
     var outage = Outage(
       what: "recording a run's end", statement: "complete", cap: queue.outageBackoff, logger: logger
     )

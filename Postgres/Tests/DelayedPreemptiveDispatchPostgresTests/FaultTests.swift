@@ -56,6 +56,36 @@ struct PostgresFaultTests {
     }
   }
 
+  /// Rule P16 under a real pause: a worker SIGSTOPped inside its transactional handler, past
+  /// 2.5 × its lease, is taken over; when it resumes, its transaction is rolled back, so its
+  /// write never lands, with no fence column of the user's: only the fresh run's write exists.
+  @Test func pausedTransactionalRunsWritesNeverLand() async throws {
+    try await TestDatabase.withQueue("paused-tx", lease: .seconds(2)) { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let flags = ["--lease-ms", "2000", "--handler-ms", "1500", "--transactional", "--record"]
+      let first = try await PostgresReplicaTests.startWorkers(1, name: queue.name, flags)[0]
+      try await queue.delay("doc", for: .zero, value: "v1")
+      // The run has started, and written in its transaction (the row is not visible yet).
+      #expect(try await TestDatabase.eventually { try await table.runs() == 1 })
+      first.signal(SIGSTOP)
+      try await Task.sleep(for: .seconds(5))  // 2.5 × the lease
+      let second = try await PostgresReplicaTests.startWorkers(1, name: queue.name, flags)[0]
+      #expect(try await queue.drains(within: .seconds(30)))
+      #expect(try await TestDatabase.eventually { try await table.runs(finished: true) >= 1 })
+      first.signal(SIGCONT)
+      try await PostgresReplicaTests.stop([first, second])
+
+      let writes = try await table.transactionalWrites()
+      let fences = try await table.fencedRuns().map(\.fence)
+      print("paused transactional run: fences \(fences), committed writes \(writes)")
+      try #require(fences.count == 2)
+      #expect(writes.map(\.fence) == [fences[1]], "the stale run's write landed: \(writes)")
+      #expect(writes.map(\.worker) == ["\(second.process.processIdentifier)"])
+      #expect(try await queue.pendingCount() == 0)
+    }
+  }
+
   @Test func handlerThatKillsItsWorkerIsKeptAsAFailureAfterMaxAttempts() async throws {
     try await TestDatabase.withQueue("crash-loop", lease: .seconds(1), maxAttempts: 3) {
       queue, client in
@@ -139,6 +169,17 @@ extension RunTable {
       runs.append(FencedRun(fence: fence, applied: applied, cancelledAt: cancelledAt))
     }
     return runs
+  }
+
+  /// The rows that `--transactional` runs wrote in their transactions and committed.
+  func transactionalWrites() async throws -> [(fence: Int64, worker: String)] {
+    var writes: [(fence: Int64, worker: String)] = []
+    let rows = try await client.query(
+      "SELECT fence, worker FROM dpd_test_tx_writes WHERE name = \(name) ORDER BY fence")
+    for try await (fence, worker) in rows.decode((Int64, String).self) {
+      writes.append((fence, worker))
+    }
+    return writes
   }
 
   /// The fence stored with the key's fenced write.

@@ -25,6 +25,14 @@ struct RunTable {
         name text NOT NULL, key text NOT NULL, value text NOT NULL, fence bigint NOT NULL,
         PRIMARY KEY (name, key))
       """)
+    // What `--transactional` workers write in their runs' transactions: no key of its own, so
+    // a stale run's write would never wait for a fresh one's, nor fail on it.
+    try await client.query(
+      """
+      CREATE TABLE IF NOT EXISTS dpd_test_tx_writes (
+        name text NOT NULL, key text NOT NULL, value text NOT NULL, fence bigint NOT NULL,
+        worker text NOT NULL)
+      """)
   }
 
   /// Pairs of finished runs of one key whose spans intersect: must be 0 (P3).

@@ -13,6 +13,7 @@ struct WorkerSettings: Sendable {
   var record = false
   var recordBatched = false
   var fenced = false
+  var transactional = false
   var observeCancellationMilliseconds = 0
   var crash = false
   var quiet = false
@@ -34,6 +35,7 @@ struct WorkerSettings: Sendable {
       case "--record": record = true
       case "--record-batched": recordBatched = true
       case "--fenced": fenced = true
+      case "--transactional": transactional = true
       case "--crash": crash = true
       case "--quiet": quiet = true
       case "--leading": leading = true

@@ -14,6 +14,9 @@
 //                         cancelled, as a stale run that ignores cancellation would)
 //   --observe-cancel-ms N after that, wait up to N ms for the run's cancellation and record when
 //                         it came
+//   --transactional       run with a transactional handler, which first writes the run (key,
+//                         value, fence, worker) to dpd_test_tx_writes on its connection: that row
+//                         exists if and only if the run's end committed with it
 //   --crash               kill its own process (SIGKILL) in each run, after recording its start
 //   --quiet               print nothing per run
 //   --log-level LEVEL     log the queue's lines at LEVEL and above to stderr
@@ -80,7 +83,8 @@ let batchWriter = Task {
   queue.retryBackoff = .milliseconds(settings.retryBackoffMilliseconds)
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
-  try await queue.run(concurrency: settings.concurrency) { run in
+  let handle: @Sendable (PostgresBurstRun<Value>, PostgresConnection?) async throws -> Void = {
+    run, connection in
     let monotonic = monotonicSeconds()
     let value = text(run.value)
     if settings.recordBatched {
@@ -92,6 +96,13 @@ let batchWriter = Task {
         try await recorder.started(
           key: run.key, value: value, fence: run.fence, monotonic: monotonic)
       } : nil
+    if let connection {
+      try await connection.query(
+        """
+        INSERT INTO dpd_test_tx_writes (name, key, value, fence, worker)
+        VALUES (\(settings.name), \(run.key), \(value), \(run.fence), \("\(getpid())"))
+        """, logger: logger)
+    }
     if settings.crash { kill(getpid(), SIGKILL) }
     var cancelledAt: Double?
     let sleep =
@@ -121,6 +132,13 @@ let batchWriter = Task {
     }
     if let id, cancelledAt == nil { try await bounded { try await recorder.finished(id) } }
     if !settings.quiet { print("ran \(run.key) = \(value)") }
+  }
+  if settings.transactional {
+    try await queue.run(concurrency: settings.concurrency) { run, connection in
+      try await handle(run, connection)
+    }
+  } else {
+    try await queue.run(concurrency: settings.concurrency) { run in try await handle(run, nil) }
   }
 }
 

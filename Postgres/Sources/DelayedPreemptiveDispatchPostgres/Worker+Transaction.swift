@@ -1,0 +1,57 @@
+import Logging
+import PostgresNIO
+
+extension Worker {
+  /// Runs `body` in a transaction on a connection of the pool, and writes the run's end in the
+  /// same transaction, which commits only if the run's claim still holds the key (rule P16).
+  ///
+  /// The transaction is opened when the handler starts and ended by this function: it rolls
+  /// back when the handler throws (the run is then recorded as failed, outside it, and retried
+  /// as P5 says), and when the claim was taken over meanwhile (`stale`: none of the run's
+  /// writes land). The lease is renewed on other connections all the while; the row of the
+  /// burst is locked only by the last statement, the run's end, so a renewal waits for no
+  /// more than the commit.
+  func transactional(
+    _ run: PostgresBurstRun<Value>, of burst: ClaimedBurst,
+    _ body: @escaping @Sendable (PostgresBurstRun<Value>, PostgresConnection) async throws -> Void
+  ) async throws -> RunEnd {
+    let logger = logger
+    let queue = queue
+    return try await queue.client.withConnection { connection in
+      try await connection.query("BEGIN", logger: logger)
+      do {
+        try await body(run, connection)
+        // The handler's start, as the statement takes it, when the handler has returned.
+        let statement = SucceededStatement(
+          name: queue.name, keys: [burst.key], claims: [burst.claim],
+          minimumSpacingMilliseconds: queue.minimumSpacingMilliseconds,
+          millisecondsSinceHandlerStarts: [burst.millisecondsSinceHandlerStart])
+        let ended = try await connection.rows(statement, logger: logger)
+        guard ended.contains(burst.claim) else {
+          await Self.rollBack(connection, logger: logger)
+          return .stale
+        }
+      } catch {
+        await Self.rollBack(connection, logger: logger)
+        throw error
+      }
+      do {
+        try await connection.query("COMMIT", logger: logger)
+      } catch {
+        try? await connection.close()
+        return .commitUnconfirmed
+      }
+      return .committed
+    }
+  }
+
+  /// Rolls back the transaction open on `connection`; closes the connection if that fails, so
+  /// that the pool never lends a connection left inside a transaction.
+  private static func rollBack(_ connection: PostgresConnection, logger: Logger) async {
+    do {
+      try await connection.query("ROLLBACK", logger: logger)
+    } catch {
+      try? await connection.close()
+    }
+  }
+}

@@ -1,0 +1,160 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import Logging
+import MetricsTestKit
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Rule P16 against the real server: with `transactionalHandler`, a run's writes through its
+/// connection and the end of its burst commit together, and only while the run's claim holds
+/// the key. (`PostgresFaultTests.pausedTransactionalRunsWritesNeverLand` pauses a real worker
+/// process past its lease.)
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresTransactionalHandlerTests {
+  struct Refused: Error {}
+  static let logger = Logger(label: "test")
+
+  @Test func aRunsWritesAndItsEndCommitTogether() async throws {
+    try await Self.withWrites("tx-run") { queue, writes in
+      for key in ["a", "b", "c"] {
+        try await queue.delay(key, for: .zero, value: "\(key)1")
+      }
+      try await Self.withWorker(queue) { run, connection in
+        try await writes.insert(run, on: connection)
+      } body: { () async throws in
+        #expect(try await queue.drains(within: .seconds(30)))
+      }
+      #expect(try await writes.all() == ["a=a1", "b=b1", "c=c1"])
+    }
+  }
+
+  /// A handler that throws is rolled back, its write with it, and retried as P5 says; a run
+  /// that hands work on with `delay(on:)` hands it on exactly once.
+  @Test func aThrowingHandlersWritesRollBackAndItIsRetried() async throws {
+    try await Self.withWrites("tx-throw") { queue, writes in
+      try await queue.delay("k", for: .zero, value: "v")
+      try await Self.withWorker(queue) { run, connection in
+        try await writes.insert(run, on: connection)
+        if run.key == "k" {
+          try await queue.delay(
+            "next", for: .zero, value: "from attempt \(run.attempt)", on: connection)
+        }
+        if run.attempt == 1 { throw Refused() }
+      } body: { () async throws in
+        #expect(try await TestDatabase.eventually { try await writes.all().count == 2 })
+        #expect(try await queue.drains(within: .seconds(30)))
+      }
+      #expect(try await writes.all() == ["k=v", "next=from attempt 2"])
+    }
+  }
+
+  /// A run whose claim was taken over while its handler ran (here the takeover is written by
+  /// hand, as another worker's claim would write it) is rolled back when its handler returns:
+  /// its write never lands, and the run counts as a lost lease.
+  @Test func aStaleRunIsRolledBack() async throws {
+    let metrics = TestMetrics()
+    try await Self.withWrites("tx-stale", metrics: metrics) { queue, writes in
+      try await queue.delay("k", for: .zero, value: "v")
+      let takenOver = Latch()
+      try await Self.withWorker(queue) { run, connection in
+        try await writes.insert(run, on: connection)
+        if run.attempt == 1 {
+          try await writes.client.query(
+            """
+            UPDATE dpd_bursts SET claim = gen_random_uuid(), fence = nextval('dpd_fence'),
+              due_at = clock_timestamp() + interval '1 hour'
+            WHERE name = \(queue.name) AND key = 'k'
+            """)
+          takenOver.open()
+        }
+      } body: { () async throws in
+        #expect(try await TestDatabase.eventually { takenOver.isOpen })
+        #expect(
+          try await TestDatabase.eventually {
+            (try? metrics.expectCounter("dpd.postgres.runs", Self.outcome(queue, "lease_lost")))?
+              .totalValue == 1
+          })
+      }
+      #expect(try await writes.all().isEmpty)
+      #expect(try await queue.runningBursts().map(\.key) == ["k"])
+    }
+  }
+
+  static func outcome(_ queue: PostgresDelayedPreemptiveQueue<String>, _ outcome: String)
+    -> [(String, String)]
+  {
+    [("queue", queue.name), ("outcome", outcome)]
+  }
+
+  /// A table of the runs' writes, and a migrated queue that tests use with it.
+  struct Writes: Sendable {
+    let client: PostgresClient
+    let table: String
+
+    func insert(_ run: PostgresBurstRun<String>, on connection: PostgresConnection) async throws {
+      try await connection.query(
+        PostgresQuery(
+          unsafeSQL: "INSERT INTO \(table) (entry) VALUES ($1)", binds: bindings(run)),
+        logger: PostgresTransactionalHandlerTests.logger)
+    }
+
+    private func bindings(_ run: PostgresBurstRun<String>) -> PostgresBindings {
+      var bindings = PostgresBindings()
+      bindings.append("\(run.key)=\(run.value)")
+      return bindings
+    }
+
+    func all() async throws -> [String] {
+      var entries: [String] = []
+      let rows = try await client.query(
+        PostgresQuery(unsafeSQL: "SELECT entry FROM \(table) ORDER BY entry"))
+      for try await entry in rows.decode(String.self) { entries.append(entry) }
+      return entries
+    }
+  }
+
+  static func withWrites(
+    _ prefix: String, metrics: TestMetrics = TestMetrics(),
+    _ body: @Sendable (PostgresDelayedPreemptiveQueue<String>, Writes) async throws -> Void
+  ) async throws {
+    try await TestDatabase.withClient { client, configuration in
+      var queue = PostgresDelayedPreemptiveQueue<String>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName(prefix),
+        lease: .seconds(30), metricsFactory: metrics)
+      queue.safetyPoll = .milliseconds(200)
+      queue.retryBackoff = .milliseconds(20)
+      try await queue.migrate()
+      let table = "dpd_test_tx_\(UUID().uuidString.prefix(8).lowercased())"
+      try await client.query(PostgresQuery(unsafeSQL: "CREATE TABLE \(table) (entry text)"))
+      do {
+        try await body(queue, Writes(client: client, table: table))
+      } catch {
+        _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP TABLE \(table)"))
+        throw error
+      }
+      try await client.query(PostgresQuery(unsafeSQL: "DROP TABLE \(table)"))
+    }
+  }
+
+  /// Runs a transactional worker while `body` runs, then cancels it and waits for it.
+  static func withWorker(
+    _ queue: PostgresDelayedPreemptiveQueue<String>,
+    handler:
+      @escaping @Sendable (PostgresBurstRun<String>, PostgresConnection) async throws ->
+      Void,
+    body: () async throws -> Void
+  ) async throws {
+    let worker = Task { try await queue.run(transactionalHandler: handler) }
+    do {
+      try await body()
+      worker.cancel()
+      try await worker.value
+    } catch {
+      worker.cancel()
+      _ = try? await worker.value
+      throw error
+    }
+  }
+}
