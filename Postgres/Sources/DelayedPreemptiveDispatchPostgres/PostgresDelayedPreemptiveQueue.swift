@@ -253,7 +253,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// When the key's handler is running, the submission starts a new burst that runs after that
   /// run has finished, never beside it, with its own value only. When the key's last burst
   /// failed for good, it starts a fresh burst and clears the failure. One
-  /// `INSERT … ON CONFLICT DO UPDATE`; it wakes sleeping workers only when it makes the earliest
+  /// `INSERT … ON CONFLICT DO UPDATE`, in the database's function `dpd_submit`, which SQL
+  /// callers' `dpd_delay` uses too (<doc:WorkThatCommitsWithYourData>); it wakes sleeping workers only when it makes the earliest
   /// deadline earlier. Concurrent calls on one instance (and its copies) are sent together as
   /// one multi-row upsert; each call returns once its
   /// submission is stored, and a call that returned is never lost.
