@@ -1,6 +1,7 @@
 import DelayedPreemptiveDispatch
 import Foundation
 import InMemoryTracing
+import Logging
 import Instrumentation
 import MetricsTestKit
 import PostgresNIO
@@ -426,6 +427,41 @@ struct PostgresTracingTests {
         #expect(
           runs.map { $0.attributes.get("messaging.batch.message_count") } == [.int64(1), .int64(1)])
       }
+      Self.expectNoKeyOrValue(in: tracer)
+    }
+  }
+
+  /// A submission in the caller's transaction (`delay(on:)`) stores the caller's context as
+  /// `delay` does, and a SQL caller passes one to `dpd_delay` as `trace_context`: the run links
+  /// to both.
+  @Test func submissionsOnAConnectionAndFromSQLAreLinked() async throws {
+    let tracer = InMemoryTracer()
+    try await Self.withTracedQueue("trace-tx", tracer: tracer) { queue, client in
+      let inTransaction = try await tracer.withSpan("request in a transaction") { span in
+        try await client.withTransaction(logger: Logger(label: "test")) { connection in
+          try await queue.delay(Self.key, for: .seconds(60), value: Self.value, on: connection)
+        }
+        return span.spanContext
+      }
+      let fromSQL = try await tracer.withSpan("a SQL caller") { span in
+        let carrier = TraceCarrier.json(injecting: ServiceContext.current, with: tracer)
+        #expect(!carrier.isEmpty)
+        try await PostgresSQLFunctionTests.sql(
+          client,
+          """
+          SELECT dpd_delay(\(queue.name), \(Self.key), '60 s', to_jsonb(\(Self.value)::text),
+            trace_context => \(carrier)::jsonb)
+          """)
+        return span.spanContext
+      }
+      #expect(try await queue.flush(Self.key))
+      try await Self.withWorker(queue, handler: { _ in }) { () async throws in
+        #expect(try await queue.drains(within: .seconds(30)))
+      }
+      let runs = Self.runSpans(tracer, queue)
+      try #require(runs.count == 1)
+      #expect(Self.linked(runs[0]) == [Self.identity(inTransaction), Self.identity(fromSQL)])
+      #expect(runs[0].attributes.get("messaging.batch.message_count") == .int64(2))
       Self.expectNoKeyOrValue(in: tracer)
     }
   }
