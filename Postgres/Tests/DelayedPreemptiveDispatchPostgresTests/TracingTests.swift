@@ -1,8 +1,8 @@
 import DelayedPreemptiveDispatch
 import Foundation
 import InMemoryTracing
-import Logging
 import Instrumentation
+import Logging
 import MetricsTestKit
 import PostgresNIO
 import Testing
