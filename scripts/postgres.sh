@@ -71,11 +71,13 @@ as_owner() {
   fi
 }
 
-# Starts the server of $DIR on $PORT, loopback only, durability off.
+# Starts the server of $DIR on $PORT, loopback only, durability off. The Postgres suites run in
+# parallel, each test with a client of its own (a pool of up to 20 connections), and workers in
+# processes of their own: 500 connections leave them room on a loaded machine.
 start_server() {
   as_owner "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t 60 start -o \
     "-c listen_addresses=127.0.0.1 -p $PORT -c unix_socket_directories=$DIR \
-     -c max_connections=200 -c fsync=off -c synchronous_commit=off \
+     -c max_connections=500 -c fsync=off -c synchronous_commit=off \
      -c full_page_writes=off" >/dev/null
 }
 
