@@ -27,12 +27,9 @@ extension ManualClock {
     _ input: MarbleDiagram, for interval: Duration, options: DelayOptions = DelayOptions(),
     tick tickDuration: Duration = .seconds(1)
   ) async -> MarbleDiagram {
-    let source = MarbleSource()
-    let iterator = source.debounced(for: interval, options: options, clock: self)
-      .makeAsyncIterator()
-    let output = await run(input, from: source, through: iterator.storage, tick: tickDuration)
-    withExtendedLifetime(iterator) {}  // the iteration ends when its last iterator goes
-    return output
+    await run(input, tick: tickDuration) {
+      $0.debounced(for: interval, options: options, clock: self).makeAsyncIterator()
+    }
   }
 
   /// Runs the timeline `input` through `throttled(for:latest:clock:)` on this clock and returns
@@ -51,19 +48,22 @@ extension ManualClock {
     _ input: MarbleDiagram, for interval: Duration, latest: Bool = true,
     tick tickDuration: Duration = .seconds(1)
   ) async -> MarbleDiagram {
-    let source = MarbleSource()
-    let iterator = source.throttled(for: interval, latest: latest, clock: self)
-      .makeAsyncIterator()
-    let output = await run(input, from: source, through: iterator.storage, tick: tickDuration)
-    withExtendedLifetime(iterator) {}  // the iteration ends when its last iterator goes
-    return output
+    await run(input, tick: tickDuration) {
+      $0.throttled(for: interval, latest: latest, clock: self).makeAsyncIterator()
+    }
   }
 
-  /// Sends `input` to `source` tick by tick and draws what the iteration `storage` emits.
+  /// The one marble runner of every stream operator: `iterate` makes the operator's iterator
+  /// over the run's source (the throttled one is the debounced one, over other rules); the run
+  /// sends `input` to the source tick by tick and draws what the iterator's storage emits.
   private func run(
-    _ input: MarbleDiagram, from source: MarbleSource,
-    through storage: DebounceStorage<MarbleSource, ManualClock>, tick tickDuration: Duration
+    _ input: MarbleDiagram, tick tickDuration: Duration,
+    iterating iterate: (MarbleSource) -> AsyncDebouncedSequence<MarbleSource, ManualClock>.Iterator
   ) async -> MarbleDiagram {
+    let source = MarbleSource()
+    let iterator = iterate(source)
+    defer { withExtendedLifetime(iterator) {} }  // the iteration ends when its last iterator goes
+    let storage = iterator.storage
     let output = LockBox(MarbleOutput())
     let consumer = Task {
       do {

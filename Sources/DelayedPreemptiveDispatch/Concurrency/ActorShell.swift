@@ -46,7 +46,7 @@ extension ActorShell {
     if effects.cancelsRunningRun, let id { runningTasks[id]?.cancel() }
     effects.perform(
       startWorkers: { count in for _ in 0..<count { startWorker() } }, arm: { armTimer($0) },
-      becameIdle: {})
+      install: { driver.install($0, generation: $1) }, becameIdle: {})
     if !waiters.isEmpty { resumeWaiters() }
   }
 
@@ -149,19 +149,17 @@ extension ActorShell {
   /// holds the actor weakly; the delivery is made here, so that in a client the firing, and the
   /// workers it starts, are specialised as the submission is.
   @inlinable
-  func armTimer(_ request: TimerRequest) {
+  func armTimer(_ request: TimerRequest) -> TimerHandle {
     let generation = request.generation
-    arm(request, delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
+    return arm(
+      request, delivery: .task { [weak self] in await self?.timerFired(generation: generation) })
   }
 
-  /// Arms `request` on the timer with the one arming step of every shell
-  /// (``BurstTimer/arm(_:tolerance:delivery:install:)``); not inlinable, as the timer is
-  /// generic code, and called only when the earliest deadline moves earlier.
+  /// Arms `request` on the timer; not inlinable, as the timer is generic code, and called only
+  /// when the earliest deadline moves earlier. The interpreter installs the handle.
   @usableFromInline
-  func arm(_ request: TimerRequest, delivery: TimerDelivery) {
-    timer.arm(
-      request, tolerance: tolerance, delivery: delivery,
-      install: { driver.install($0, generation: $1) })
+  func arm(_ request: TimerRequest, delivery: TimerDelivery) -> TimerHandle {
+    timer.arm(at: request.deadline, tolerance: tolerance, delivery: delivery)
   }
 
   /// Brings `record` up to date (the single actor's tickets learn preemptions on demand).

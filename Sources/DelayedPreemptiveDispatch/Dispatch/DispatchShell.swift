@@ -143,7 +143,10 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
           if inline && index == 0 { work() } else { runQueue.async { self.work() } }
         }
       },
-      arm: { arm($0) }, becameIdle: { group.leave() })
+      arm: { arm($0) },
+      install: { handle, generation in
+        state.withLock { $0.driver.install(handle, generation: generation) }
+      }, becameIdle: { group.leave() })
   }
 
   /// A worker: runs batches of ready runs until the driver has none left.
@@ -211,20 +214,16 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
     }
   }
 
-  /// Delivers on the timer queue (or, on a clock with `drainsOnFire`, in a task that waits for
-  /// the runs it made due), holding the shell weakly.
+  /// Arms the timer for `request`, delivering on the timer queue (or, on a clock with
+  /// `drainsOnFire`, in a task that waits for the runs it made due), holding the shell weakly.
   @inlinable
-  func arm(_ request: TimerRequest) {
+  func arm(_ request: TimerRequest) -> TimerHandle {
     let generation = request.generation
     let delivery: TimerDelivery =
       drainsOnFire
       ? .task { [weak self] in await self?.timerFiredAndDrained(generation: generation) }
       : .queue(timerQueue) { [weak self] in self?.timerFired(generation: generation) }
-    timer.arm(
-      request, tolerance: tolerance, delivery: delivery,
-      install: { handle, generation in
-        state.withLock { $0.driver.install(handle, generation: generation) }
-      })
+    return timer.arm(at: request.deadline, tolerance: tolerance, delivery: delivery)
   }
 
   func synchronize(_ record: BurstRecord) async {

@@ -1,7 +1,8 @@
 /// What a shell must do after an event of the ``BurstDriver``, outside its lock, performed by the
-/// one interpreter, ``perform(startWorkers:arm:becameIdle:)``, in one order: resume the waiters
-/// that learned a preemption, resolve the ended bursts' tickets, cancel the replaced timer,
-/// start workers, arm the timer, then leave the busy state.
+/// one interpreter, ``perform(startWorkers:arm:install:becameIdle:)``, in one order: resume the
+/// waiters that learned a preemption, resolve the ended bursts' tickets, cancel the replaced
+/// timer, start workers, arm the timer and install its handle (cancelling a timer that is no
+/// longer the armed one), then leave the busy state.
 @usableFromInline
 struct BurstEffects: Sendable {
   /// How the tickets of the one burst this event ended resolve.
@@ -47,25 +48,41 @@ struct BurstEffects: Sendable {
   }
 
   /// The one interpreter of effects, for every shell: a shell says only how it starts a
-  /// worker, how it arms a timer (``BurstTimer/arm(_:tolerance:delivery:install:)``) and what it
-  /// does once idle. Call it outside the shell's lock: it resumes waiting tasks.
+  /// worker, how it arms its timer (`arm` returns the handle of the timer it armed for the
+  /// request), how that handle reaches its driver (`install`, under its lock or in its
+  /// isolation: ``BurstDriver/install(_:generation:)``) and what it does once idle. Every timer
+  /// that is no longer the armed one is cancelled here, and only here: the one the driver
+  /// replaced, and the one just armed when it was replaced, or fired, before it was installed.
+  /// Call it outside the shell's lock: it resumes waiting tasks.
   @inlinable @inline(__always)
   func perform(
-    startWorkers: (_ count: Int) -> Void, arm: (TimerRequest) -> Void, becameIdle: () -> Void
+    startWorkers: (_ count: Int) -> Void, arm: (TimerRequest) -> TimerHandle,
+    install: (TimerHandle, _ generation: UInt64) -> TimerHandle?, becameIdle: () -> Void
   ) {
     preempted?.resumeResolved()
     resolution?.apply()
     if let resolutions { for resolution in resolutions { resolution.apply() } }
     cancelledTimer?.cancel()
     if workersToStart > 0 { startWorkers(workersToStart) }
-    if let timer { arm(timer) }
+    if let timer { Self.arm(timer, arm: arm, install: install) }
     if self.becameIdle { becameIdle() }
+  }
+
+  /// Arms `timer` and installs its handle, cancelling what the driver hands back. Out of line:
+  /// an event arms a timer only when the earliest deadline moves earlier, and the paths that
+  /// arm none stay short.
+  @inlinable @inline(never)
+  static func arm(
+    _ timer: TimerRequest, arm: (TimerRequest) -> TimerHandle,
+    install: (TimerHandle, _ generation: UInt64) -> TimerHandle?
+  ) {
+    install(arm(timer), timer.generation)?.cancel()
   }
 
   /// Performs the effects of an owner going away (``BurstDriver/release()``): they end bursts
   /// and stop the timer, and start nothing.
   @inlinable
   func performRelease() {
-    perform(startWorkers: { _ in }, arm: { _ in }, becameIdle: {})
+    perform(startWorkers: { _ in }, arm: { _ in .none }, install: { _, _ in nil }, becameIdle: {})
   }
 }

@@ -116,9 +116,21 @@ where C.Duration == Duration {
   @discardableResult
   public func delay(_ key: Key, for duration: Duration, value: Value) -> DelayTicket {
     guard let combine else { return submit(key, .duration(duration), work: value) }
+    return submit(key, .duration(duration), combining: value, with: combine)
+  }
+
+  /// A submission that `combine` merges into the key's pending burst. Out of line, so that the
+  /// path without `combine`, inlined into the caller, stays a test and one call: the larger
+  /// inlined body kept a caller's loop of `await delay(...)` from dropping its hop back to its
+  /// own executor between calls (one executor switch more per call).
+  @inlinable @inline(never)
+  func submit(
+    _ key: Key, _ delay: RequestedDelay, combining value: Value,
+    with combine: (inout Value, Value) -> Void
+  ) -> DelayTicket {
     let merged = BurstDriver<Lines>.merge(
       value, into: driver.takeValueToCombine(key), with: combine)
-    return submit(key, .duration(duration), work: merged)
+    return submit(key, delay, work: merged)
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.

@@ -165,7 +165,7 @@ struct PreemptionStateMachine<Work> {
 
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
   /// `now` means "due now". A burst that is due at `now` ends at once (T5).
-  @inlinable
+  @inlinable @inline(__always)
   mutating func delay(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
     ids: inout BurstIDs

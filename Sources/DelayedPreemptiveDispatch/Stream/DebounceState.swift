@@ -32,7 +32,7 @@ struct DebounceState<Element: Sendable>: Sendable {
     /// Resume the consumer with this result.
     @usableFromInline var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
     /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
-    /// interpreter, ``BurstEffects/perform(startWorkers:arm:becameIdle:)``.
+    /// interpreter, ``BurstEffects/perform(startWorkers:arm:install:becameIdle:)``.
     @usableFromInline var burst = BurstEffects()
     /// Start the reading task (the first `next()`).
     @usableFromInline var startsReading = false

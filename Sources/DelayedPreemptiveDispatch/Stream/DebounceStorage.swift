@@ -122,15 +122,13 @@ where Base.Element: Sendable, C.Duration == Duration {
     perform(effects)
   }
 
+  /// Arms the timer for `request`, delivering in a task that holds the storage weakly.
   @usableFromInline
-  func arm(_ request: TimerRequest) {
+  func arm(_ request: TimerRequest) -> TimerHandle {
     let generation = request.generation
-    timer.arm(
-      request, tolerance: tolerance,
-      delivery: .task { [weak self] in self?.timerFired(generation: generation) },
-      install: { handle, generation in
-        state.withLock { $0.install(handle, generation: generation) }
-      })
+    return timer.arm(
+      at: request.deadline, tolerance: tolerance,
+      delivery: .task { [weak self] in self?.timerFired(generation: generation) })
   }
 
   // MARK: - Effects
@@ -138,7 +136,11 @@ where Base.Element: Sendable, C.Duration == Duration {
   @inlinable @inline(__always)
   func perform(_ effects: State.Effects) {
     if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
-    effects.burst.perform(startWorkers: { _ in }, arm: { arm($0) }, becameIdle: {})
+    effects.burst.perform(
+      startWorkers: { _ in }, arm: { arm($0) },
+      install: { handle, generation in
+        state.withLock { $0.install(handle, generation: generation) }
+      }, becameIdle: {})
     if effects.startsReading { startReading() }
     effects.cancelledReading?.cancel()
     for watcher in effects.watchers { watcher.resume() }

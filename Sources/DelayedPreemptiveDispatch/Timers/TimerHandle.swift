@@ -10,7 +10,7 @@ struct TimerHandle: Sendable {
   @usableFromInline let cancelAction: (@Sendable () -> Void)?
 
   /// A timer that cannot be cancelled (a ``SchedulingClock`` keeps its own list).
-  static let none = TimerHandle(cancelAction: nil)
+  @usableFromInline static let none = TimerHandle(cancelAction: nil)
 
   @usableFromInline
   init(cancelAction: (@Sendable () -> Void)?) {

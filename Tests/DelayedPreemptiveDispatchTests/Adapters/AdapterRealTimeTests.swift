@@ -3,13 +3,14 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// The only adapter tests that sleep: one smoke test per adapter on the real-time path
+/// The only adapter tests on real time: one smoke test per adapter on the real-time path
 /// (`asyncAfter`). They follow the rule of `RealTime`: "not before" strictly, and the callback
 /// or signal comes eventually, with no bound on how late, so that a loaded 2-core machine
-/// passes them.
+/// passes them. They never sleep: each awaits its callback or signal, and the suite's time
+/// limit catches one that never comes.
 @Suite("Adapters RealTime smoke", .serialized, .tags(.realTime), .realTimeLimit)
 struct AdapterRealTimeTests {
-  @Test func passcodeLockoutEndsNotBeforeLockoutDuration() async throws {
+  @Test func passcodeLockoutEndsNotBeforeLockoutDuration() async {
     let clock = ContinuousClock()
     let changes = Recorder<(PasscodeLockout.State, ContinuousClock.Instant)>()
     let lockout = PasscodeLockout(maxFailures: 2, lockoutDuration: .milliseconds(200)) {
@@ -18,16 +19,14 @@ struct AdapterRealTimeTests {
     lockout.recordFailure()
     let lockedAt = clock.now
     #expect(lockout.recordFailure() == .lockedOut)
-    try await waitEventually {
-      changes.all.count == 3
-    }
+    await changes.waitUntilCount(3)
     let reported = changes.all
     #expect(reported.map(\.0) == [.open(failures: 1), .lockedOut, .open(failures: 0)])
     #expect(reported[2].1 >= lockedAt + .milliseconds(200))
     #expect(lockout.state == .open(failures: 0))
   }
 
-  @Test func panSettleDetectorSettlesNotBeforeSettleDelay() async throws {
+  @Test func panSettleDetectorSettlesNotBeforeSettleDelay() async {
     let clock = ContinuousClock()
     let settles = Recorder<ContinuousClock.Instant>()
     let detector = PanSettleDetector(settleDelay: .milliseconds(150)) { settles.append(clock.now) }
@@ -35,9 +34,7 @@ struct AdapterRealTimeTests {
     detector.panDidStop()
     detector.panDidStop()
     let lastStop = clock.now
-    try await waitEventually {
-      !settles.all.isEmpty
-    }
+    await settles.waitUntilCount(1)
     #expect(settles.all.count == 1)
     #expect(settles.all[0] >= lastStop + .milliseconds(150))
     #expect(detector.isSettled)
@@ -53,17 +50,5 @@ struct AdapterRealTimeTests {
     let signalled = clock.now
     #expect(count == 2)
     #expect(signalled >= lastLoad + .milliseconds(150))
-  }
-
-  /// Polls `condition` every 10 ms; records an issue if `RealTime.eventually` passes first.
-  private func waitEventually(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + RealTime.eventually
-    while !condition() {
-      guard ContinuousClock.now < deadline else {
-        Issue.record("not done within \(RealTime.eventually)")
-        return
-      }
-      try await Task.sleep(for: .milliseconds(10))
-    }
   }
 }

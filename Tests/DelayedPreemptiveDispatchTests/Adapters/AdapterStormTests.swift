@@ -4,12 +4,6 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#endif
-
 /// Events from many threads while the clock fires the adapters' timers: an adapter calls its
 /// queue only after its lock, and another thread may perform its submissions, yet no event is
 /// lost or counted twice, no callback is lost or duplicated, and the callbacks report the
@@ -25,20 +19,26 @@ struct AdapterStormTests {
   /// clock advances by `step`, so that events race the timers' firings.
   func storm(step: Duration, _ event: @escaping @Sendable () -> Void) async {
     let phase = LockBox(Phase.starting)
+    let advances = AdvanceCount()
     DispatchQueue(label: "AdapterStormTests.events").async {
       phase.withLock { $0 = .running }
       DispatchQueue.concurrentPerform(iterations: Self.threads) { _ in
+        var seen = 0
         for index in 0..<Self.eventsPerThread {
           event()
-          // A short pause now and then, so that the storm spans many firings.
-          if index % 16 == 0 { usleep(50) }
+          // Every 16 events, wait for the clock's next advance, so that the storm spans many
+          // firings (at least eventsPerThread / 16 of them).
+          if index % 16 == 0 { seen = advances.wait(after: seen) }
         }
       }
       phase.withLock { $0 = .done }
     }
     var current = Phase.starting
     while current != .done {
-      if current == .running { await clock.advance(by: step) }
+      if current == .running {
+        await clock.advance(by: step)
+        advances.advanced()
+      }
       // An advance with nothing due never suspends: let other tasks run.
       await Task.yield()
       current = phase.withLock { $0 }
@@ -125,5 +125,39 @@ struct AdapterStormTests {
     case (.lockedOut, .lockedOut):
       return false
     }
+  }
+}
+
+/// Counts the clock's advances during a storm, so that an event thread can wait for the next
+/// one instead of sleeping. Only the storm's dispatch threads block in ``wait(after:)``, never
+/// a cooperative thread: the advancing task keeps running.
+final class AdvanceCount: Sendable {
+  private struct State: Sendable {
+    var count = 0
+    var waiters: [DispatchSemaphore] = []
+  }
+
+  private let state = LockBox(State())
+
+  /// The clock advanced once more: wakes every waiting thread.
+  func advanced() {
+    let waiters = state.withLock { state in
+      state.count += 1
+      return state.waiters.take()
+    }
+    for waiter in waiters { waiter.signal() }
+  }
+
+  /// Blocks until the clock has advanced more than `seen` times; returns how many times it has.
+  func wait(after seen: Int) -> Int {
+    let semaphore = DispatchSemaphore(value: 0)
+    let count: Int? = state.withLock { state in
+      if state.count > seen { return state.count }
+      state.waiters.append(semaphore)
+      return nil
+    }
+    if let count { return count }
+    semaphore.wait()
+    return state.withLock { $0.count }
   }
 }

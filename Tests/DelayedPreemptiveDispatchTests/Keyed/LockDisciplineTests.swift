@@ -18,7 +18,8 @@ import Testing
     let (_, effects) = driver.delay(1, .nanoseconds(1_000), now: second, work: "b", owner: owner)
     #expect(record.withLock { $0.waiters.count } == 1)
     #expect(effects.preempted === record)
-    effects.perform(startWorkers: { _ in }, arm: { _ in }, becameIdle: {})
+    effects.perform(
+      startWorkers: { _ in }, arm: { _ in .none }, install: { _, _ in nil }, becameIdle: {})
     #expect(await waiter.value == .preempted)
   }
 
@@ -38,7 +39,8 @@ import Testing
       line, .nanoseconds(1_000), now: MachineHarness.tick(0), work: "b", owner: owner)
     #expect(record.withLock { $0.waiters.count } == 1)
     #expect(effects.preempted === record)
-    effects.perform(startWorkers: { _ in }, arm: { _ in }, becameIdle: {})
+    effects.perform(
+      startWorkers: { _ in }, arm: { _ in .none }, install: { _, _ in nil }, becameIdle: {})
     #expect(await waiter.value == .preempted)
   }
 }

@@ -87,9 +87,9 @@ struct DriverHarness<Lines: BurstLines> where Lines.Work == String {
       arm: { timer in
         timers.append(timer)
         timersArmed += 1
-        _ = driver.install(.none, generation: timer.generation)
+        return .none
       },
-      becameIdle: {})
+      install: { driver.install($0, generation: $1) }, becameIdle: {})
   }
 
   /// The outcomes the line's tickets report, by submission number; preemptions are brought up

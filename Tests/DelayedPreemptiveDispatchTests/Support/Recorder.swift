@@ -2,21 +2,51 @@ import DelayedPreemptiveDispatch
 
 /// A thread-safe log of what tasks did, for assertions.
 final class Recorder<Element: Sendable>: Sendable {
-  private let box = LockBox<[Element]>([])
+  private struct State: Sendable {
+    var elements: [Element] = []
+    /// Tasks in ``waitUntilCount(_:)``, with the count each waits for.
+    var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  }
+
+  private let box = LockBox(State())
 
   func append(_ element: Element) {
-    box.withLock { $0.append(element) }
+    let reached = box.withLock { state in
+      state.elements.append(element)
+      let count = state.elements.count
+      guard state.waiters.contains(where: { $0.count <= count }) else {
+        return [CheckedContinuation<Void, Never>]()
+      }
+      let reached = state.waiters.filter { $0.count <= count }.map(\.continuation)
+      state.waiters.removeAll { $0.count <= count }
+      return reached
+    }
+    for waiter in reached { waiter.resume() }
+  }
+
+  /// Returns once at least `count` elements have been appended: woken by the append itself,
+  /// never polling. Unbounded: a real-time suite's time limit turns a lost element into a
+  /// failure.
+  func waitUntilCount(_ count: Int) async {
+    await withCheckedContinuation { continuation in
+      let reached = box.withLock { state in
+        if state.elements.count >= count { return true }
+        state.waiters.append((count, continuation))
+        return false
+      }
+      if reached { continuation.resume() }
+    }
   }
 
   var elements: [Element] {
-    box.withLock { $0 }
+    box.withLock { $0.elements }
   }
 
   /// The same as ``elements``.
   var all: [Element] { elements }
 
   var count: Int {
-    box.withLock { $0.count }
+    box.withLock { $0.elements.count }
   }
 }
 
