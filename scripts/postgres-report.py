@@ -129,6 +129,11 @@ def section(runs):
     lines.append(
         f"| `delay`, 64 producers ≥ 1.0× pgbench's 8-client rate | {cell(to_pgbench, 2, '×')} | "
         f"{verdict(to_pgbench, lambda r: r >= 1.0)} |")
+    to_floor = ratios(runs, value_of(OURS, "submit", mix="distinct", producers=1),
+                      value_of(OURS, "floor", producers=1))
+    lines.append(
+        f"| `delay`, 1 producer ≥ 0.8× the client floor from 1 producer | "
+        f"{cell(to_floor, 2, '×')} | {verdict(to_floor, lambda r: r >= 0.8)} |")
     for peer in contenders(runs):
         if peer in (OURS, "pgbench"):
             continue
@@ -165,10 +170,12 @@ def section(runs):
                 continue
             name = "`delay`" if contender == OURS else contender
             lines.append(f"| {name} | {mix} | " + " | ".join(cell(samples) for samples in row) + " |")
-    floor = values(runs, OURS, "floor")
+    floors = {count: values(runs, OURS, "floor", producers=count) for count in (1, 8)}
     lines += [
         "",
-        f"Client floor, 8 producers sending `SELECT 1` through `PostgresClient`: {cell(floor)} /s.",
+        "Client floor, producers each sending `SELECT 1` through `PostgresClient` one after "
+        "another: " + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
+                                for count, samples in floors.items() if samples) + ".",
         "",
         "| drain of 10⁵ due keys, 3 worker processes | runs/s | how |",
         "|---|--:|---|",

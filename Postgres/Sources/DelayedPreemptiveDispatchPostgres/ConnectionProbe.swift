@@ -34,7 +34,7 @@ actor ConnectionProbe {
     var waiters: [Int: Waiter] = [:]
   }
 
-  private let configuration: PostgresClient.Configuration
+  let configuration: PostgresClient.Configuration
   private let reuse: Duration
   private let clock = ContinuousClock()
   private var attempt: Attempt?

@@ -17,9 +17,17 @@ extension PostgresDelayedPreemptiveQueue {
   /// written: ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)``.
   /// After that, silence or a broken connection is
   /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``, and the
-  /// caller's cancellation no longer ends the call early.
+  /// caller's cancellation no longer ends the call early. With `cancellable` false, the caller's
+  /// cancellation does not end the call at all (a `delay` is written whatever becomes of its
+  /// caller, as when it joins a batch).
+  ///
+  /// With `spare` (the worker's claim loop), a call that got no connection from the pool within
+  /// `after` also asks the spare connection for one, and is sent on whichever comes first; the
+  /// other one is withdrawn. So the claim loop does not wait for the pool's own reconnect
+  /// backoff once the server accepts connections again.
   func database<Result: Sendable>(
-    _ operation: String, key: String? = nil, timeout: Duration? = nil,
+    _ operation: String, key: String? = nil, timeout: Duration? = nil, cancellable: Bool = true,
+    spare: (connection: SpareConnection, after: Duration)? = nil,
     _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
   ) async throws -> Result {
     let call = BoundedCall<Result>()
@@ -31,23 +39,42 @@ extension PostgresDelayedPreemptiveQueue {
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         call.install(continuation)
+        /// Sends the call on `connection`, unless it was given up or sent on another one.
+        let send:
+          @Sendable (PostgresConnection, BoundedCall<Result>.Sender) async throws -> Result = {
+            connection, sender in
+            guard call.startSending(on: sender) else { throw CancellationError() }
+            let result = try await body(connection)
+            if let faults, faults.takesAnswer(of: operation) {
+              try? await connection.close()
+              throw LostAnswer(operation: operation)
+            }
+            return result
+          }
         let work = Task {
           do {
-            let result = try await client.withConnection { connection in
-              guard call.startSending() else { throw CancellationError() }
-              let result = try await body(connection)
-              if let faults, faults.takesAnswer(of: operation) {
-                try? await connection.close()
-                throw LostAnswer(operation: operation)
-              }
-              return result
-            }
-            call.end(.success(result))
+            let result = try await client.withConnection { try await send($0, .pool) }
+            call.end(.success(result), from: .pool)
           } catch {
-            call.end(.failure(failure.wrapping(error, sent: call.wasSent)))
+            call.end(.failure(failure.wrapping(error, sent: call.wasSent)), from: .pool)
           }
         }
-        call.onWithdraw { work.cancel() }
+        call.onWithdraw(.pool) { work.cancel() }
+        if let spare {
+          let spareWork = Task {
+            if spare.after > .zero {
+              guard await sleep(for: spare.after), call.isWaiting else { return }
+            }
+            do {
+              let connection = try await spare.connection.connection()
+              let result = try await send(connection, .spare)
+              call.end(.success(result), from: .spare)
+            } catch {
+              call.end(.failure(failure.wrapping(error, sent: call.wasSent)), from: .spare)
+            }
+          }
+          call.onWithdraw(.spare) { spareWork.cancel() }
+        }
         let timer = Task {
           let start = ContinuousClock.now
           if let probe, limit > Self.probeDelay {
@@ -65,7 +92,7 @@ extension PostgresDelayedPreemptiveQueue {
         call.onEnd { timer.cancel() }
       }
     } onCancel: {
-      call.giveUp(unsent: CancellationError(), sent: nil)
+      if cancellable { call.giveUp(unsent: CancellationError(), sent: nil) }
     }
   }
 
@@ -105,39 +132,48 @@ private func sleep(until instant: ContinuousClock.Instant) async -> Bool {
 }
 
 /// The state of one bounded call: it ends exactly once, with the first of its answer, a
-/// timeout, a probe's reason or the caller's cancellation.
+/// timeout, a probe's reason or the caller's cancellation. It is sent on one connection at most:
+/// the pool's, or the worker's spare one, whichever comes first; the other is withdrawn.
 final class BoundedCall<Result: Sendable>: Sendable {
+  /// Where a call may be sent.
+  enum Sender: Sendable { case pool, spare }
   private enum Phase { case waiting, sending, ended }
   private struct State {
     var phase = Phase.waiting
-    var sent = false
+    var sender: Sender?
     var continuation: CheckedContinuation<Result, any Error>?
-    var withdraw: (@Sendable () -> Void)?
+    var withdraw: [Sender: @Sendable () -> Void] = [:]
     var stopTimer: (@Sendable () -> Void)?
   }
   private let state = Locked(State())
 
   var isWaiting: Bool { state.withLock { $0.phase == .waiting } }
-  var wasSent: Bool { state.withLock { $0.sent } }
+  var wasSent: Bool { state.withLock { $0.sender != nil } }
 
   func install(_ continuation: CheckedContinuation<Result, any Error>) {
     state.withLock { $0.continuation = continuation }
   }
 
-  /// Called with the connection, before anything is sent: false once the call was given up.
-  func startSending() -> Bool {
-    state.withLock {
-      guard $0.phase == .waiting else { return false }
-      $0.phase = .sending
-      $0.sent = true
-      return true
+  /// Called with a connection, before anything is sent on it: false once the call was given up
+  /// or sent on another connection. The other connection's request is withdrawn.
+  func startSending(on sender: Sender) -> Bool {
+    let other = state.withLock { state -> [@Sendable () -> Void]? in
+      guard state.phase == .waiting else { return nil }
+      state.phase = .sending
+      state.sender = sender
+      defer { state.withdraw = [:] }
+      return state.withdraw.filter { $0.key != sender }.map(\.value)
     }
+    guard let other else { return false }
+    for withdraw in other { withdraw() }
+    return true
   }
 
-  func onWithdraw(_ withdraw: @escaping @Sendable () -> Void) {
+  /// `withdraw` cancels the request of `sender` (the work waiting for its connection).
+  func onWithdraw(_ sender: Sender, _ withdraw: @escaping @Sendable () -> Void) {
     let now = state.withLock { state -> Bool in
-      guard state.phase != .ended else { return !state.sent }
-      state.withdraw = withdraw
+      guard state.phase == .waiting else { return state.sender != sender }
+      state.withdraw[sender] = withdraw
       return false
     }
     if now { withdraw() }
@@ -152,37 +188,41 @@ final class BoundedCall<Result: Sendable>: Sendable {
     if now { stopTimer() }
   }
 
-  func end(_ outcome: Swift.Result<Result, any Error>) {
-    finish { _ in outcome }
+  /// Ends the call with what `sender` got; ignored when the call was sent on the other one.
+  func end(_ outcome: Swift.Result<Result, any Error>, from sender: Sender) {
+    finish { sent in
+      guard sent == nil || sent == sender else { return nil }
+      return outcome
+    }
   }
 
   /// Ends the call with `unsent` if nothing was sent yet, else with `sent` (nil: keep waiting).
   func giveUp(unsent: any Error, sent: (any Error)?) {
-    finish { wasSent in
-      if !wasSent { return .failure(unsent) }
+    finish { sender in
+      if sender == nil { return .failure(unsent) }
       return sent.map { .failure($0) }
     }
   }
 
-  private func finish(_ outcome: (Bool) -> Swift.Result<Result, any Error>?) {
+  private func finish(_ outcome: (Sender?) -> Swift.Result<Result, any Error>?) {
     let ended = state.withLock {
       state -> (
         CheckedContinuation<Result, any Error>, Swift.Result<Result, any Error>,
-        (@Sendable () -> Void)?, (@Sendable () -> Void)?
+        [@Sendable () -> Void], (@Sendable () -> Void)?
       )? in
       guard state.phase != .ended, let continuation = state.continuation,
-        let result = outcome(state.sent)
+        let result = outcome(state.sender)
       else { return nil }
       state.phase = .ended
       state.continuation = nil
       defer {
-        state.withdraw = nil
+        state.withdraw = [:]
         state.stopTimer = nil
       }
-      return (continuation, result, state.sent ? nil : state.withdraw, state.stopTimer)
+      return (continuation, result, Array(state.withdraw.values), state.stopTimer)
     }
     guard let (continuation, result, withdraw, stopTimer) = ended else { return }
-    withdraw?()
+    for withdraw in withdraw { withdraw() }
     stopTimer?()
     continuation.resume(with: result)
   }

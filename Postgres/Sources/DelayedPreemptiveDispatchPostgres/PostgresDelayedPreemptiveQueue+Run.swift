@@ -123,28 +123,38 @@ extension PostgresDelayedPreemptiveQueue {
     }
   }
 
-  func claim(limit: Int, owner: String) async throws -> [ClaimedBurst] {
+  /// The claim loop's calls (`claim`, `nextDeadline`, `releaseUnknownClaims`) take the worker's
+  /// spare connection, if it has one (see ``SpareConnection``).
+  func claim(
+    limit: Int, owner: String, spare: (connection: SpareConnection, after: Duration)? = nil
+  ) async throws -> [ClaimedBurst] {
     let statement = ClaimStatement(
       name: name, limit: limit, owner: owner, leaseMilliseconds: lease.milliseconds,
       maxAttempts: maxAttempts, minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
-    return try await database("claim") { try await $0.rows(statement, logger: logger) }
+    return try await database("claim", spare: spare) {
+      try await $0.rows(statement, logger: logger)
+    }
   }
 
-  func millisecondsUntilDue() async throws -> Double? {
+  func millisecondsUntilDue(
+    spare: (connection: SpareConnection, after: Duration)? = nil
+  ) async throws -> Double? {
     let statement = NextDueStatement(name: name)
     let logger = logger
-    return try await database("nextDeadline") {
+    return try await database("nextDeadline", spare: spare) {
       try await $0.rows(statement, logger: logger).first ?? nil
     }
   }
 
   /// Releases the claims that `owner` holds in the database beyond `known` (those of a claim
   /// whose answer was lost); returns their keys.
-  func releaseUnknownClaims(owner: String, known: [UUID]) async throws -> [String] {
+  func releaseUnknownClaims(
+    owner: String, known: [UUID], spare: (connection: SpareConnection, after: Duration)? = nil
+  ) async throws -> [String] {
     let statement = ReleaseUnknownClaimsStatement(name: name, owner: owner, known: known)
     let logger = logger
-    return try await database("releaseUnknownClaims") {
+    return try await database("releaseUnknownClaims", spare: spare) {
       try await $0.rows(statement, logger: logger)
     }
   }

@@ -82,8 +82,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// While the database cannot be reached, a worker retries its claims, renewals and
   /// completions after a backoff that starts at 100 ms and doubles up to this cap. Default:
   /// five seconds. Bursts due after an outage start within `safetyPoll` plus this cap of the
-  /// moment the client's pool has a connection again; postgres-nio retries a failed connection
-  /// after 100 ms × 1.25ⁿ (up to a minute), so a long or repeated outage can add seconds.
+  /// moment the server accepts connections again: postgres-nio's pool retries a failed
+  /// connection after 100 ms × 1.25ⁿ (up to a minute), so meanwhile the worker of a queue made
+  /// with its client's configuration claims through a connection of its own.
   public var outageBackoff: Duration = .seconds(5)
   /// The tests' seam for answers lost after a statement was applied; nil outside the tests.
   var faults: DatabaseFaults?
@@ -314,7 +315,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   func upsert(_ batch: [DelayStatement.Submission], timeout: Duration) async throws -> Bool {
     let statement = delayStatement(batch)
     let logger = logger
-    return try await database("delay", timeout: timeout) { connection in
+    // A batch's callers wait for it in other tasks, and a caller that sends its own submission
+    // is not cancelled out of it either: a `delay` is written whatever becomes of its caller.
+    return try await database("delay", timeout: timeout, cancellable: false) { connection in
       try await statement.send(on: connection, logger: logger)
     }
   }

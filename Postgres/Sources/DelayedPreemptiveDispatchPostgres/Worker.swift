@@ -16,6 +16,9 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   let leases = LeaseBook()
   /// Rung when a run's end is recorded: the pending gauge is sampled again.
   let runEnded = Doorbell()
+  /// The claim loop's own connection, for when the pool cannot lease one promptly (see
+  /// ``SpareConnection``); nil for a queue made without its client's configuration.
+  let spare: SpareConnection?
   let logger: Logger
 
   init(
@@ -27,6 +30,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     self.handler = handler
     self.owner = owner
     self.completions = CompletionBatcher(queue: queue)
+    self.spare = SpareConnection(configuration: queue.probe?.configuration)
     var logger = queue.logger
     logger[metadataKey: "dpd.worker"] = "\(owner)"
     self.logger = logger
@@ -49,7 +53,13 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       renewer.cancel()
       sampler.cancel()
     }
-    try await claimLoop(doorbell: doorbell)
+    do {
+      try await claimLoop(doorbell: doorbell)
+    } catch {
+      await spare?.close()
+      throw error
+    }
+    await spare?.close()
     logger.info("worker stopped")
   }
 
@@ -80,7 +90,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
         if !Task.isCancelled && failure == nil {
           var wait: Duration?
           do {
-            wait = try await claimAndStart(&state, group: &group)
+            wait = try await claimAndStart(&state, group: &group, outage: outage.isOngoing)
             outage.ended()
           } catch let error as PostgresDelayedPreemptiveQueueError where error.isPermanent {
             logger.error("worker stops: \(error)")
@@ -107,7 +117,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     }
     if state.releaseUnknownUntil != nil {
       do {
-        _ = try await releaseUnknownClaims(known: [])
+        _ = try await releaseUnknownClaims(known: [], spare: spareUse(outage: outage.isOngoing))
       } catch {
         // Nothing is lost: such a claim runs again once its lease has passed.
         let message =
@@ -125,23 +135,27 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// `backlog` says that the last claim got all it asked for, so more is probably due: then a
   /// busy worker waits until a quarter of its slots are free and claims them together, rather
   /// than one row per finished job. Without a backlog it claims for any free slot at once.
-  private func claimAndStart(_ state: inout ClaimState, group: inout TaskGroup<Event>)
-    async throws -> Duration?
-  {
+  ///
+  /// During an outage (`outage`), each call also asks the spare connection at once; otherwise
+  /// only when the pool has no connection for it within ``spareDelay``.
+  private func claimAndStart(
+    _ state: inout ClaimState, group: inout TaskGroup<Event>, outage: Bool
+  ) async throws -> Duration? {
+    let viaSpare = spareUse(outage: outage)
     let free = concurrency - state.running.count
     guard free > 0, !state.backlog || state.running.isEmpty || free >= max(1, concurrency / 4)
     else {
       return nil
     }
     if let until = state.releaseUnknownUntil {
-      _ = try await releaseUnknownClaims(known: Array(state.running))
+      _ = try await releaseUnknownClaims(known: Array(state.running), spare: viaSpare)
       if ContinuousClock.now >= until { state.releaseUnknownUntil = nil }
     }
     let sentAt = ContinuousClock.now
     let claimed: [ClaimedBurst]
     do {
       claimed = try await uncancelled { [queue, owner] in
-        try await queue.claim(limit: free, owner: owner)
+        try await queue.claim(limit: free, owner: owner, spare: viaSpare)
       }
     } catch {
       if case .databaseUnreachable? = error as? PostgresDelayedPreemptiveQueueError {
@@ -184,16 +198,20 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       }
     }
     if claimed.count == free { return state.running.count < concurrency ? .zero : nil }
-    let untilDue = try await uncancelled { [queue] in try await queue.millisecondsUntilDue() }
+    let untilDue = try await uncancelled { [queue] in
+      try await queue.millisecondsUntilDue(spare: viaSpare)
+    }
     let sleep = untilDue.map { Duration.milliseconds(max(0, $0)) } ?? queue.safetyPoll
     return min(sleep, queue.safetyPoll)
   }
 
   /// Releases the rows this worker claimed without learning of it (see
   /// ``ReleaseUnknownClaimsStatement``), so that they run at once rather than after their lease.
-  private func releaseUnknownClaims(known: [UUID]) async throws -> [String] {
+  private func releaseUnknownClaims(
+    known: [UUID], spare: (connection: SpareConnection, after: Duration)?
+  ) async throws -> [String] {
     let released = try await uncancelled { [queue, owner] in
-      try await queue.releaseUnknownClaims(owner: owner, known: known)
+      try await queue.releaseUnknownClaims(owner: owner, known: known, spare: spare)
     }
     if !released.isEmpty {
       logger.notice(
@@ -201,6 +219,16 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       logger.debug("released unknown claims", metadata: ["dpd.keys": "\(released)"])
     }
     return released
+  }
+
+  /// How long a call of the claim loop waits for the pool before it also asks the spare
+  /// connection, outside an outage: a pool that every handler keeps busy costs a claim no more.
+  static var spareDelay: Duration { .milliseconds(200) }
+
+  /// The spare connection for the claim loop's next call: asked at once during an outage (the
+  /// pool may be backing off), else after ``spareDelay``.
+  private func spareUse(outage: Bool) -> (connection: SpareConnection, after: Duration)? {
+    spare.map { ($0, outage ? .zero : Self.spareDelay) }
   }
 
   /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
@@ -483,6 +511,9 @@ struct Outage {
   let logger: Logger
   private var backoff: Duration?
   private var started: ContinuousClock.Instant?
+
+  /// Whether the loop is in an outage: a call failed for it, and none succeeded since.
+  var isOngoing: Bool { started != nil }
 
   init(what: String, statement: String, cap: Duration, logger: Logger) {
     self.what = what

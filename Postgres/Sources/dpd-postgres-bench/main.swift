@@ -6,7 +6,8 @@
 //   DPD_POSTGRES_URL=$(scripts/postgres.sh start) Postgres/.build/release/dpd-postgres-bench
 //   Postgres/.build/release/dpd-postgres-bench --pgbench-script NAME   # prints pgbench's script
 //
-// 0. client floor: 8 producers sending `SELECT 1` through `PostgresClient`.
+// 0. client floor: 1 and 8 producers sending `SELECT 1` through `PostgresClient`, each awaiting
+//    its calls one after another: what `delay` from as many producers compares with.
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
@@ -134,9 +135,13 @@ try await reset()
 
 // 0. the client's floor
 if parts.contains("floor") {
-  let floor = try await rate(producers: 8) { _, _ in try await client.query("SELECT 1") }
-  progress(String(format: "client floor %.0f/s", floor))
-  emit(Figure(figure: "floor", producers: 8, value: floor, unit: "/s"))
+  for producers in [1, 8] {
+    let floor = try await rate(producers: producers) { _, _ in
+      try await client.query("SELECT 1")
+    }
+    progress(String(format: "client floor %d producers: %.0f/s", producers, floor))
+    emit(Figure(figure: "floor", producers: producers, value: floor, unit: "/s"))
+  }
 }
 
 // 1. submissions

@@ -23,6 +23,76 @@ struct PostgresOutageTests {
     }
   }
 
+  /// Claiming resumes within `safetyPoll` plus the outage backoff cap of the moment the server
+  /// accepts connections again, however long postgres-nio's pool still backs off: three outages
+  /// in a row (`pg_ctl stop -m fast`, 5 s down, `pg_ctl start`), each with a burst that fell due
+  /// while the server was down. The pool retries a failed connection after 100 ms × 1.25ⁿ, so
+  /// after 5 s down its next try can be seconds away; the worker claims through a connection of
+  /// its own meanwhile.
+  @Test func claimingResumesWithinSafetyPollPlusBackoffCapAfterEachRestart() async throws {
+    try await TestDatabase.withQueue("resume", lease: .seconds(3), url: FaultServer.url) {
+      queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      // dpd-postgres-test-worker: safety poll 200 ms, outage backoff cap 1 s.
+      let bound = 0.2 + 1.0
+      let workers = try await PostgresReplicaTests.startWorkers(
+        1, name: queue.name,
+        ["--concurrency", "4", "--lease-ms", "3000", "--max-attempts", "1000"],
+        url: FaultServer.url)
+      let settings = try TestDatabase.configuration(url: FaultServer.url).connectionConfiguration()
+      var resumed: [Double] = []
+      for round in 0..<3 {
+        let key = "round-\(round)"
+        // Through the test's own pool, which may itself still be backing off from the last round.
+        #expect(
+          try await TestDatabase.eventually(within: .seconds(30), every: .milliseconds(100)) {
+            do {
+              try await queue.delay(key, for: .milliseconds(1500), value: "r\(round)")
+              return true
+            } catch is PostgresDelayedPreemptiveQueueError {
+              return false
+            }
+          })
+        try await FaultServer.control("down")
+        try await Task.sleep(for: .seconds(5))
+        // The first moment a fresh connection is accepted (the start of the attempt that
+        // succeeded, so that the delay measured is never shorter than the real one).
+        let accepting = Task { () -> Double in
+          while true {
+            let attempt = monotonicSeconds()
+            if let settings,
+              let connection = try? await PostgresConnection.connect(
+                configuration: settings, id: round, logger: queue.logger)
+            {
+              try? await connection.close()
+              return attempt
+            }
+            try await Task.sleep(for: .milliseconds(10))
+          }
+        }
+        try await FaultServer.control("up")
+        let back = try await accepting.value
+        let started = Locked<Double?>(nil)
+        _ = try await TestDatabase.eventually(within: .seconds(30), every: .milliseconds(100)) {
+          let first = try? await table.firstMonotonicStart(key: key)
+          started.withLock { $0 = first ?? nil }
+          return first != nil
+        }
+        let after = (started.withLock { $0 } ?? .infinity) - back
+        print("resume round \(round): burst ran \(after) s after the server accepted connections")
+        resumed.append(after)
+      }
+      try await PostgresReplicaTests.stop(workers)
+      #expect(settings != nil)
+      #expect(resumed.count == 3)
+      for after in resumed {
+        // A run before the outage ended would be negative: the burst was due during it.
+        #expect(after > 0 && after < bound, "\(resumed)")
+      }
+    }
+  }
+
   /// The postmaster is stopped, and every session but one is ended, so that every replica
   /// needs a new connection, which gets no answer until the postmaster runs again.
   @Test func frozenPostmasterBoundsEveryCallAndWorkersSurvive() async throws {
@@ -228,6 +298,17 @@ actor CallLog {
 }
 
 extension RunTable {
+  /// When (this machine's `CLOCK_MONOTONIC`) the first recorded run of `key` started; nil when
+  /// none was recorded.
+  func firstMonotonicStart(key: String) async throws -> Double? {
+    let rows = try await client.query(
+      """
+      SELECT min(monotonic) FROM dpd_test_runs WHERE name = \(name) AND key = \(key)
+      """)
+    for try await first in rows.decode(Double?.self) { return first }
+    return nil
+  }
+
   /// When (Unix time) the first run that started after `date` started.
   func firstStart(after date: Date) async throws -> Double? {
     let rows = try await client.query(
