@@ -55,7 +55,9 @@ struct PostgresOutageTests {
             }
           })
         try await FaultServer.control("down")
-        try await Task.sleep(for: .seconds(5))
+        // The first outage is long enough for the pool's own reconnect backoff (100 ms ×
+        // 1.25ⁿ) to grow to seconds: the bound holds only if claiming does not wait for it.
+        try await Task.sleep(for: .seconds(round == 0 ? 25 : 5))
         // The first moment a fresh connection is accepted (the start of the attempt that
         // succeeded, so that the delay measured is never shorter than the real one).
         let accepting = Task { () -> Double in
