@@ -15,6 +15,7 @@
 //   --observe-cancel-ms N after that, wait up to N ms for the run's cancellation and record when
 //                         it came
 //   --crash               kill its own process (SIGKILL) in each run, after recording its start
+//   --crash-when TEXT     the same, only in the runs whose recorded value contains TEXT
 //   --quiet               print nothing per run
 //   --log-level LEVEL     log the queue's lines at LEVEL and above to stderr
 //   --leading             ask for options.leading (unsupported: stops with a precondition message)
@@ -92,7 +93,9 @@ let batchWriter = Task {
         try await recorder.started(
           key: run.key, value: value, fence: run.fence, monotonic: monotonic)
       } : nil
-    if settings.crash { kill(getpid(), SIGKILL) }
+    if settings.crash || settings.crashWhen.map({ value.contains($0) }) == true {
+      kill(getpid(), SIGKILL)
+    }
     var cancelledAt: Double?
     let sleep =
       settings.handlerMaxMilliseconds.map { Int.random(in: 0...$0) }
