@@ -204,8 +204,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     Logger(label: "DelayedPreemptiveDispatchPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
   }
 
-  /// Creates or upgrades the schema (tables `dpd_schema` and `dpd_bursts`, sequence
-  /// `dpd_fence`); idempotent, and safe to call from every replica at start: concurrent calls
+  /// Creates or upgrades the schema (tables `dpd_schema`, `dpd_bursts` and `dpd_failures`,
+  /// sequence `dpd_fence`); idempotent, and safe to call from every replica at start: concurrent calls
   /// wait for the first one.
   ///
   /// Throws ``PostgresDelayedPreemptiveQueueError/newerSchema(found:supported:)`` when a newer
