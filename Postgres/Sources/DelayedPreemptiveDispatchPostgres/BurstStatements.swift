@@ -14,9 +14,11 @@ import PostgresNIO
 /// that concurrent batches lock rows in one order and cannot deadlock.
 ///
 /// A row holds the key's bursts in order (see `Schema`): the head in `value`, the others in
-/// `later`. A submission joins the newest burst when that one still takes submissions: it is
-/// not running, and has fewer than `maxSubmissions` ($7). Otherwise it starts a new burst at
-/// the end of `later`: behind a running head (runs of one key never overlap), or behind a burst that reached
+/// `later`. A submission joins the newest burst when that one still takes submissions: it has
+/// never been claimed (it neither runs nor waits for the retry of a run that threw), and has
+/// fewer than `maxSubmissions` ($7). Otherwise it starts a new burst at
+/// the end of `later`: behind a running head (runs of one key never overlap), behind a head that
+/// waits for its retry (its value stays its own, P17), or behind a burst that reached
 /// `maxSubmissions`, even one that no worker has claimed yet. Joining merges the value: the
 /// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
 /// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
@@ -24,11 +26,12 @@ import PostgresNIO
 /// With `minimumSpacing` ($9, milliseconds; 0 for none), a waiting head is due no sooner than
 /// the key's last run start plus the spacing: its deadline is still computed from its
 /// submissions, and only `due_at` moves later. A row kept only for that spacing (`idle`) takes
-/// a submission as a failed row does: it becomes a fresh burst.
+/// a submission as a fresh burst. A kept failure of the key (in `dpd_failures`) is not in the
+/// row: a submission never touches it.
 ///
 /// This statement takes no trace context: nothing is stored per submission without a tracer.
 /// It changes a row's trace records (`traces`, see `Schema`) only when a submission starts a
-/// burst behind another, whose count it then fixes, or replaces a failure. A batch in which a
+/// burst behind another, whose count it then fixes, or replaces an idle row. A batch in which a
 /// submission carries a trace context is sent as ``TracedDelayStatement``,
 /// which takes the contexts as `$10`.
 struct DelayStatement: PostgresPreparedStatement {
@@ -95,21 +98,26 @@ struct DelayStatement: PostgresPreparedStatement {
   /// `safetyPoll` bounds the wait.
   static let claimRaceMargin = "250 milliseconds"
 
-  /// The row holds no burst that takes submissions: a kept failure, or a row kept only for the
-  /// spacing (`idle`). The submission makes it a fresh burst.
+  /// The row holds no burst: a row kept only for the spacing (`idle`), or a failure kept by a
+  /// replica of schema version 5 (`failed`; this version keeps none there). The submission
+  /// makes it a fresh burst.
   private static let fresh = "(b.failed OR b.idle)"
   /// The newest burst has received `maxSubmissions`: it takes no more.
   private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"
-  /// The submission joins the head, which is the newest burst, waiting and not full.
+  /// The head has been claimed: it runs, or it ran and waits for its retry (P17: a submission
+  /// during the retry's backoff never joins the failed head, whose value stays its own).
+  private static let headClaimed = "(b.claim IS NOT NULL OR b.attempts > 0)"
+  /// The submission joins the head, which is the newest burst, waiting for its first run and not
+  /// full.
   private static let intoHead =
-    "(NOT \(fresh) AND b.claim IS NULL AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
+    "(NOT \(fresh) AND NOT \(headClaimed) AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
   /// The submission joins the newest burst, which waits in `later` and is not full.
   private static let intoLast =
     "(NOT \(fresh) AND b.later <> '[]'::jsonb AND NOT \(newestIsFull))"
-  /// The submission starts a new burst at the end of `later`: the head runs and nothing waits
-  /// behind it, or the newest burst is full.
+  /// The submission starts a new burst at the end of `later`: the head runs or waits for its
+  /// retry and nothing waits behind it, or the newest burst is full.
   private static let newBurst = """
-    (NOT \(fresh) AND ((b.claim IS NOT NULL AND b.later = '[]'::jsonb) OR \(newestIsFull)))
+    (NOT \(fresh) AND ((\(headClaimed) AND b.later = '[]'::jsonb) OR \(newestIsFull)))
     """
   /// The submission starts a burst: a new one behind the others, or a fresh one that replaces
   /// a failure or an idle row.
@@ -134,14 +142,14 @@ struct DelayStatement: PostgresPreparedStatement {
           ELSE jsonb_build_array(jsonb_build_object('contexts', jsonb_build_array(s.trace::jsonb)))
         END
     """
-  /// The trace records after a submission without a context: a failure's are dropped; a new
+  /// The trace records after a submission without a context: a fresh burst has none; a new
   /// burst fixes the count of the newest one, which stops taking submissions.
   private static let countedTraces = """
     (CASE WHEN \(fresh) THEN '[]'::jsonb WHEN \(newBurst) THEN \(newestCounted) ELSE b.traces END)
     """
   /// The trace records with the submission's (its context, if any, is `excluded.traces`' only
-  /// one): a failure's are replaced; a new burst fixes the count of the newest one, and adds its
-  /// own record; joining the newest burst adds the context, keeping its first and newest
+  /// one): a fresh burst has the submission's; a new burst fixes the count of the newest one,
+  /// and adds its own record; joining the newest burst adds the context, keeping its first and newest
   /// contexts within `TraceCarrier.maximumPerBurst`.
   private static let mergedTraces = """
     (CASE WHEN \(fresh) THEN excluded.traces
@@ -150,10 +158,11 @@ struct DelayStatement: PostgresPreparedStatement {
       ELSE jsonb_set(b.traces, \(newestTracePath),
         \(newestTrace) || jsonb_build_object('contexts', \(boundedContexts))) END)
     """
-  /// The trace records with the newest burst's count fixed in its record.
+  /// The trace records with the newest burst's count fixed in its record, unless the record
+  /// has one already (a retried failure's, see `RetryFailuresStatement`).
   private static let newestCounted = """
     jsonb_set(b.traces, \(newestTracePath),
-      \(newestTrace) || jsonb_build_object('count', b.submissions))
+      jsonb_build_object('count', b.submissions) || \(newestTrace))
     """
   /// Where the newest burst's trace record is in `traces`.
   private static let newestTracePath = "ARRAY[jsonb_array_length(b.later)::text]"
@@ -374,6 +383,16 @@ let headAloneAgain = """
     ELSE jsonb_build_array((traces -> 0) - 'count') END
   """
 
+/// The trace record of a row's head as its kept failure stores it (`dpd_failures.traces`): the
+/// head's record with its submission count fixed, which is in the record once a burst behind
+/// it started, else the row's `submissions`. `row` is the alias of the row of `dpd_bursts`.
+func keptTraceRecord(_ row: String) -> String {
+  """
+  (jsonb_build_object('count', CASE WHEN \(row).later = '[]'::jsonb THEN \(row).submissions
+    ELSE 1 END) || coalesce(\(row).traces -> 0, '{}'::jsonb))
+  """
+}
+
 /// The channel on which submissions and flushes wake sleeping workers; the payload is the
 /// queue's name.
 let wakeChannel = "dpd_wake"
@@ -383,14 +402,17 @@ let wakeChannel = "dpd_wake"
 /// an attempt, when it is made, and takes a fence from the sequence `dpd_fence`; it runs the
 /// row's head burst (`value`), so a burst taken over runs again with its own value, and the
 /// bursts behind it still wait. A head whose lease ran out after its `maxAttempts`-th run (its
-/// worker died or lost the lease every time) is not run again: when no burst waits behind it,
-/// the row is kept as failed and comes back with `exhausted` set; when one does, the head gives
-/// way to it (`gaveWay`), and that one is claimed by a later claim.
+/// worker died or lost the lease every time) is not run again: it is kept in `dpd_failures`
+/// with its value (P17), written by this statement from the row as it locked it, and comes back
+/// unclaimed. When no burst waits behind it, the row is left `idle` (`exhausted`; a later claim
+/// deletes it once the spacing has passed, at once without one); when one does, that one becomes
+/// the head (`gaveWay`), and a later claim runs it.
 ///
 /// A claim starts a run: it sets `last_start` (which the run's recorded end moves to its
 /// handler's start). Under `minimumSpacing` ($6, milliseconds) a claimed row's lease ends no
 /// sooner than the spacing from the claim, so that a takeover (a run too) keeps the spacing as
-/// well; a head that gives way is due no sooner than the spacing from the lost run's claim. The rows kept only for the spacing (`idle`) are never
+/// well; the burst behind an exhausted head is due no sooner than the spacing from the lost
+/// run's claim. The rows kept only for the spacing (`idle`) are never
 /// claimed: the claim deletes those whose spacing has passed, a few more than it claims, so that
 /// they are gone soon after their spacing while any worker runs. The lateness it returns counts
 /// from the deadline, or from the end of the spacing when that is later.
@@ -404,11 +426,21 @@ struct ClaimStatement: PostgresPreparedStatement {
 
   static let sql = """
     WITH due AS (
-      SELECT key, claim IS NOT NULL AS taken_over, last_start FROM dpd_bursts
+      SELECT key, claim IS NOT NULL AS taken_over, last_start,
+        claim IS NOT NULL AND attempts >= $5 AS exhausted, attempts, value, later, submissions,
+        traces
+      FROM dpd_bursts
       WHERE name = $1 AND NOT failed AND NOT idle AND due_at <= clock_timestamp()
       ORDER BY due_at
       LIMIT $2
       FOR UPDATE SKIP LOCKED
+    ), kept AS (
+      INSERT INTO dpd_failures (name, key, value, attempts, last_error, traces)
+      SELECT $1, due.key, due.value, due.attempts,
+        'its last run never ended (its worker died or lost its lease); ' || due.attempts
+          || ' runs in all', \(keptTraceRecord("due"))
+      FROM due WHERE due.exhausted
+      ORDER BY due.key
     ), expired AS (
       SELECT key FROM dpd_bursts
       WHERE name = $1 AND idle AND due_at <= clock_timestamp()
@@ -419,24 +451,26 @@ struct ClaimStatement: PostgresPreparedStatement {
       DELETE FROM dpd_bursts AS i USING expired WHERE i.name = $1 AND i.key = expired.key
     )
     UPDATE dpd_bursts AS b SET
-      failed = \(exhausted) AND b.later = '[]'::jsonb,
-      last_error = CASE WHEN \(exhausted) THEN 'its last run never ended (its worker died or lost its '
-        || 'lease); ' || b.attempts || ' runs in all' ELSE b.last_error END,
-      value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
+      idle = \(exhausted) AND b.later = '[]'::jsonb,
+      last_error = CASE WHEN \(exhausted) THEN NULL ELSE b.last_error END,
+      value = CASE WHEN \(givesWay) THEN b.later -> 0 WHEN \(exhausted) THEN 'null'::jsonb
+        ELSE b.value END,
       later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
-      traces = CASE WHEN \(givesWay) THEN b.traces - 0 ELSE b.traces END,
+      traces = CASE WHEN \(exhausted) THEN b.traces - 0 ELSE b.traces END,
+      submissions = CASE WHEN \(exhausted) AND NOT \(givesWay) THEN 0 ELSE b.submissions END,
       claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
       owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
       fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
-      attempts = CASE WHEN \(givesWay) THEN 0 WHEN \(exhausted) THEN b.attempts
-        ELSE b.attempts + 1 END,
+      attempts = CASE WHEN \(exhausted) THEN 0 ELSE b.attempts + 1 END,
       last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE clock_timestamp() END,
       due_at = CASE WHEN \(givesWay) THEN greatest(\(nextHeadDue), \(spacedFrom("$6")))
-        WHEN \(exhausted) THEN b.due_at
+        WHEN \(exhausted) THEN greatest(clock_timestamp(), \(spacedFrom("$6")))
         ELSE clock_timestamp() + greatest($4, $6) * interval '1 millisecond' END
     FROM due WHERE b.name = $1 AND b.key = due.key
-    RETURNING b.key, b.value::text, b.claim, b.attempts, b.fence, b.failed,
+    RETURNING b.key, b.value::text, b.claim,
+      CASE WHEN b.claim IS NULL THEN due.attempts ELSE b.attempts END, b.fence,
+      b.claim IS NULL AND b.idle,
       due.taken_over,
       (extract(epoch FROM clock_timestamp()
         - greatest(b.deadline, \(spacedFrom("$6", row: "due")))) * 1000)::float8,
@@ -446,7 +480,7 @@ struct ClaimStatement: PostgresPreparedStatement {
     """
   /// A run of this row began and never recorded its end `maxAttempts` times.
   private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
-  /// The exhausted head gives way to the burst behind it.
+  /// The burst behind the exhausted head becomes the head.
   private static let givesWay = "(\(exhausted) AND b.later <> '[]'::jsonb)"
   static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8, .int8, .float8]
 
@@ -487,10 +521,11 @@ struct ClaimedBurst: Sendable {
   /// The run's number: 1 for the burst's first run.
   var attempt: Int
   var fence: Int64
-  /// Not claimed: kept as failed, its attempts spent on runs that never ended.
+  /// Not claimed: kept in `dpd_failures`, its attempts spent on runs that never ended; no burst
+  /// of its key waits.
   var exhausted: Bool
-  /// Not claimed: its attempts spent on runs that never ended, the head gave way to the burst
-  /// behind it, which a later claim runs.
+  /// Not claimed: kept in `dpd_failures`, its attempts spent on runs that never ended; the
+  /// burst behind it is the head now, and a later claim runs it.
   var gaveWay: Bool
   /// The row was claimed before, by a worker whose lease ran out.
   var takenOver: Bool
@@ -649,50 +684,91 @@ struct ReleaseUnknownClaimsStatement: PostgresPreparedStatement {
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(String.self) }
 }
 
-/// The end of a run that threw: retry the head after an exponential backoff, or keep the row as
-/// failed once it has had `maxAttempts` runs (the claim counted this one). When a burst waits
-/// behind the head (submitted during the run, or after a burst reached `maxSubmissions`), the
-/// head gives way to it with `.replace` (its value is out of date) and with `.append` once its
-/// attempts are spent; with `.append` and attempts left, the head is retried before it, so no
-/// value is dropped. Returns `Outcome`; no row when the claim was taken over. A retry is a run
-/// too: under `minimumSpacing` ($8), the head or the burst behind it is due no sooner than the
-/// spacing from the failed run's start, its handler's start as `SucceededStatement` takes it
-/// ($9: milliseconds since the handler started, -1 if it did not).
+/// The end of a run that threw: retry the head after an exponential backoff, or keep it in
+/// `dpd_failures` once it has had `maxAttempts` runs (the claim counted this one), with its value
+/// and trace record, written by this statement from the row as it locked it (P17). A kept head
+/// never takes the bursts behind it with it: the next one becomes the head, due as after a
+/// successful run, and a head alone leaves the row as a successful run does (deleted, or kept
+/// `idle` while `minimumSpacing` lasts). With attempts left and a burst waiting behind the head
+/// (submitted during the run or the retry's backoff, or after a burst reached `maxSubmissions`),
+/// the head gives way to it with `.replace` (its value is out of date: the newer one replaces
+/// it, as a submission would have) and is retried before it with `.append`, so no value is
+/// dropped. Returns `Outcome`; no row when the claim was taken over. A retry is a run too: under
+/// `minimumSpacing` ($8), the head or the burst behind it is due no sooner than the spacing from
+/// the failed run's start, its handler's start as `SucceededStatement` takes it ($9:
+/// milliseconds since the handler started, -1 if it did not). As in `SucceededStatement`, every
+/// new value is computed in `ended`, from the row as it was locked.
 struct FailedStatement: PostgresPreparedStatement {
   typealias Row = Outcome
 
   enum Outcome: Int, Sendable {
     /// The head runs again after the backoff.
     case retried = 0
-    /// The head is kept as failed.
+    /// The head is kept in `dpd_failures`; the burst behind it, if any, is the head now.
     case kept = 1
-    /// The head was dropped: the burst behind it is the head now.
+    /// With `.replace` and attempts left, the head gave way to the newer burst behind it, which
+    /// is the head now.
     case gaveWay = 2
   }
 
   static let sql = """
-    UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-      attempts = CASE WHEN \(givesWay) THEN 0 ELSE b.attempts END,
-      failed = b.later = '[]'::jsonb AND \(spent),
-      last_error = $6,
-      value = CASE WHEN \(givesWay) THEN b.later -> 0 ELSE b.value END,
-      later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
-      traces = CASE WHEN \(givesWay) THEN b.traces - 0 ELSE b.traces END,
-      deadline = CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END,
-      due_at = greatest(CASE WHEN \(givesWay) THEN \(nextHeadDue) ELSE \(retryAt) END,
-        \(handlerStart(since: "$9")) + $8 * interval '1 millisecond'),
-      last_start = \(handlerStart(since: "$9"))
-    WHERE b.name = $1 AND b.key = $2 AND b.claim = $3
-    RETURNING CASE WHEN b.failed THEN 1 WHEN b.attempts = 0 THEN 2 ELSE 0 END
+    WITH ended AS (
+      SELECT b.key, b.value, b.attempts, \(keptTraceRecord("b")) AS kept_trace,
+        \(spent) AS spent, b.later = '[]'::jsonb AS alone,
+        b.later <> '[]'::jsonb AND NOT $7 AND NOT \(spent) AS gives_way,
+        b.later -> 0 AS next_value, b.later - 0 AS next_later, b.traces - 0 AS next_traces,
+        CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END AS retry_deadline,
+        greatest(\(retryAt), \(spacedUntil)) AS retry_due,
+        greatest(\(nextHeadDue), \(spacedUntil)) AS next_due,
+        \(started) AS started, \(spacedUntil) AS spaced_until,
+        $8 > 0 AND coalesce(\(spacedUntil) > clock_timestamp(), false) AS rests
+      FROM dpd_bursts AS b
+      WHERE b.name = $1 AND b.key = $2 AND b.claim = $3
+      FOR UPDATE
+    ), kept AS (
+      INSERT INTO dpd_failures (name, key, value, attempts, last_error, traces)
+      SELECT $1, ended.key, ended.value, ended.attempts, $6, ended.kept_trace
+      FROM ended WHERE ended.spent
+    ), deleted AS (
+      DELETE FROM dpd_bursts AS b USING ended
+      WHERE b.name = $1 AND b.key = ended.key AND ended.spent AND ended.alone
+        AND NOT ended.rests
+      RETURNING 1 AS outcome
+    ), rested AS (
+      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+        attempts = 0, last_error = NULL, value = 'null'::jsonb, submissions = 0, idle = true,
+        traces = '[]'::jsonb, last_start = ended.started, due_at = ended.spaced_until
+      FROM ended
+      WHERE b.name = $1 AND b.key = ended.key AND ended.spent AND ended.alone AND ended.rests
+      RETURNING 1 AS outcome
+    ), next AS (
+      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+        attempts = 0, last_error = NULL, value = ended.next_value, later = ended.next_later,
+        traces = ended.next_traces, due_at = ended.next_due, last_start = ended.started
+      FROM ended
+      WHERE b.name = $1 AND b.key = ended.key AND NOT ended.alone
+        AND (ended.spent OR ended.gives_way)
+      RETURNING CASE WHEN ended.spent THEN 1 ELSE 2 END AS outcome
+    ), retried AS (
+      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+        last_error = $6, deadline = ended.retry_deadline, due_at = ended.retry_due,
+        last_start = ended.started
+      FROM ended
+      WHERE b.name = $1 AND b.key = ended.key AND NOT ended.spent AND NOT ended.gives_way
+      RETURNING 0 AS outcome
+    )
+    SELECT outcome FROM deleted UNION ALL SELECT outcome FROM rested
+    UNION ALL SELECT outcome FROM next UNION ALL SELECT outcome FROM retried
     """
   /// The head has had its `maxAttempts` runs.
-  private static let spent = "b.attempts >= $4"
-  /// The head gives way to the burst behind it.
-  private static let givesWay = "(b.later <> '[]'::jsonb AND (NOT $7 OR \(spent)))"
+  private static let spent = "(b.attempts >= $4)"
   /// base × 2^(runs so far − 1), at most five minutes.
   private static let retryAt =
     "clock_timestamp() + least($5 * power(2, greatest(b.attempts - 1, 0)), 300000) "
     + "* interval '1 millisecond'"
+  private static let started = handlerStart(since: "$9")
+  /// The end of `minimumSpacing` after the failed run's start.
+  private static let spacedUntil = "(\(started) + $8 * interval '1 millisecond')"
   static let bindingDataTypes: [PostgresDataType] = [
     .text, .text, .uuid, .int8, .float8, .text, .bool, .float8, .float8,
   ]
@@ -726,6 +802,79 @@ struct FailedStatement: PostgresPreparedStatement {
   func decodeRow(_ row: PostgresRow) throws -> Row {
     Outcome(rawValue: try row.decode(Int.self)) ?? .retried
   }
+}
+
+/// `retryFailure`: takes the kept failures that a condition on `$2` picks (a key, or an id) out of
+/// `dpd_failures` and makes them bursts of their key again, oldest first (P17), in one statement:
+/// a concurrent retry of the same failure finds it gone, so none runs twice for one kept failure.
+/// Returns how many it retried, and wakes the workers when there was one.
+///
+/// The retried bursts are put in the key's row without being merged with any burst: with no row
+/// (or an `idle` one, whose `last_start` stays), they make a fresh row, the first one due now
+/// (no sooner than the spacing, $3 in milliseconds, after the key's last run start); when the
+/// head has been claimed (it runs, or waits for its retry), they go right behind it, before the
+/// bursts that wait; when the head waits for its first run, they go before it, the first one due
+/// now, and the head keeps its deadline. Bursts that are not the newest are due at once when
+/// they become the head, as bursts that reached `maxSubmissions` are. A retried burst takes no
+/// submissions: when it is the newest, the row's `submissions` is the largest `int4`, so that
+/// every `maxSubmissions` counts it full, and a submission starts a new burst behind it. Its trace
+/// record is the one it was kept with, its count fixed there.
+enum RetryFailuresStatement {
+  /// The statement, with `condition` (on `dpd_failures`, for example `key = $2`).
+  static func sql(selecting condition: String) -> String {
+    """
+    WITH taken AS (
+      DELETE FROM dpd_failures WHERE name = $1 AND \(condition)
+      RETURNING id, key, value, traces
+    ), retried AS (
+      SELECT key, jsonb_agg(value ORDER BY id) AS bursts, jsonb_agg(traces ORDER BY id) AS records
+      FROM taken GROUP BY key
+    ), upserted AS (
+      INSERT INTO dpd_bursts AS b (name, key, value, later, deadline, due_at, first_submitted,
+        submissions, traces)
+      SELECT $1, r.key, r.bursts -> 0, r.bursts - 0, now.t, now.t, now.t, \(takesNoSubmissions),
+        r.records
+      FROM retried AS r, (SELECT clock_timestamp() AS t) AS now
+      ORDER BY r.key
+      ON CONFLICT (name, key) DO UPDATE SET
+        value = CASE WHEN \(claimed) THEN b.value ELSE excluded.value END,
+        later = CASE WHEN \(fresh) THEN excluded.later
+          WHEN \(claimed) THEN \(allRetried) || b.later
+          ELSE excluded.later || jsonb_build_array(b.value) || b.later END,
+        traces = CASE WHEN \(fresh) THEN excluded.traces
+          WHEN \(claimed) THEN jsonb_build_array(\(keptTraceRecord("b"))) || excluded.traces
+            || (b.traces - 0)
+          ELSE excluded.traces || b.traces END,
+        submissions = CASE WHEN \(fresh) OR (\(claimed) AND b.later = '[]'::jsonb)
+          THEN excluded.submissions ELSE b.submissions END,
+        deadline = CASE WHEN \(fresh) OR (\(claimed) AND b.later = '[]'::jsonb)
+          THEN excluded.deadline ELSE b.deadline END,
+        first_submitted = CASE WHEN \(fresh) OR (\(claimed) AND b.later = '[]'::jsonb)
+          THEN excluded.first_submitted ELSE b.first_submitted END,
+        due_at = CASE WHEN \(claimed) THEN b.due_at
+          ELSE greatest(excluded.due_at, \(spacedFrom("$3"))) END,
+        attempts = CASE WHEN \(claimed) THEN b.attempts ELSE 0 END,
+        last_error = CASE WHEN \(claimed) THEN b.last_error ELSE NULL END,
+        generation = b.generation + 1,
+        failed = false,
+        idle = false
+      RETURNING 1
+    )
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM upserted)
+      THEN (SELECT count(*) FROM taken) + (SELECT 0 FROM pg_notify('\(wakeChannel)', $1))
+      ELSE 0 END
+    """
+  }
+
+  /// The largest `int4`: a newest burst with this many submissions takes no more.
+  static let takesNoSubmissions = "2147483647"
+  /// The row holds no burst: a row kept only for the spacing, or a failure kept by a replica of
+  /// schema version 5 (see `DelayStatement`).
+  private static let fresh = "(b.failed OR b.idle)"
+  /// The head has been claimed: it runs, or waits for its retry.
+  private static let claimed = "(NOT \(fresh) AND (b.claim IS NOT NULL OR b.attempts > 0))"
+  /// Every retried burst, oldest first.
+  private static let allRetried = "(jsonb_build_array(excluded.value) || excluded.later)"
 }
 
 /// Extends the leases of all the runs one worker holds, in one statement on the index on

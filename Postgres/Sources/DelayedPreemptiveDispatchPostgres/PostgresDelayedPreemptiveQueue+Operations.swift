@@ -3,20 +3,26 @@ import PostgresNIO
 
 // What an operator does with a queue: look at what runs where, and act on kept failures.
 extension PostgresDelayedPreemptiveQueue {
-  /// Runs a kept failure again: its row becomes a fresh burst with its kept value, due now.
-  /// Returns whether there was one; false for a key without a kept failure (unknown, waiting or
-  /// running), which is left as it was.
+  /// Runs the key's kept failures again, oldest first, each as a burst of its own with its kept
+  /// value. Returns whether there was one; false for a key without a kept failure (unknown,
+  /// waiting or running), which is left as it was.
   ///
-  /// The fresh burst starts as a first submission would: attempts back to 0 (it may have
-  /// `maxAttempts` runs again), the last error cleared, deadline and first submission set to the
-  /// database's now. It wakes sleeping workers at once (a NOTIFY on `dpd_wake`), so a running
-  /// worker claims it without waiting for `safetyPoll`. Its next claim takes a new, greater
-  /// fence, as every claim does. A ``delay(_:for:value:)`` of the key does the same with a new
-  /// value; use this call to run the kept one.
+  /// A retried failure re-enters the key's bursts without being merged with any other
+  /// (<doc:OperatingAQueue#Act-on-kept-failures>): with no burst of its key, it is due now; with a
+  /// burst of its key that runs, or waits for the retry of a run that threw, it runs right after
+  /// that one; with a burst waiting for its first run, it runs before it, now, and the waiting
+  /// burst keeps its deadline. Each starts as a first submission would: attempts back to 0 (it
+  /// may have `maxAttempts` runs again), no last error. It takes no submissions: a
+  /// ``delay(_:for:value:)`` of its key meanwhile starts or joins a burst behind it, so its value
+  /// stays its own. Under `minimumSpacing` it starts no sooner than the spacing after the key's
+  /// last run. Once retried, it is a pending burst like any other (``cancel(_:)`` cancels it), and
+  /// failing `maxAttempts` times again keeps it again, under a new id. The call wakes sleeping
+  /// workers at once (a NOTIFY on `dpd_wake`), so a running worker claims it without waiting for
+  /// `safetyPoll`. Its next claim takes a new, greater fence, as every claim does.
   ///
   /// ```swift
   /// for failure in try await queue.failures() where failure.lastError.contains("timeout") {
-  ///   try await queue.retryFailure(failure.key)
+  ///   try await queue.retryFailure(id: failure.id)
   /// }
   /// ```
   ///
@@ -27,51 +33,85 @@ extension PostgresDelayedPreemptiveQueue {
   /// failure and returns false); `databaseError` when the database refused it.
   @discardableResult public func retryFailure(_ key: String) async throws -> Bool {
     let key = try checked(key)
-    let name = name
-    let logger = logger
-    let retried = try await database("retryFailure", key: key) { connection in
-      try await connection.scalar(
-        """
-        WITH retried AS (
-          UPDATE dpd_bursts AS b SET failed = false, attempts = 0, last_error = NULL,
-            deadline = now.t, due_at = now.t, first_submitted = now.t
-          FROM (SELECT clock_timestamp() AS t) AS now
-          WHERE b.name = \(name) AND b.key = \(key) AND b.failed
-          RETURNING 1
-        )
-        SELECT CASE WHEN EXISTS (SELECT 1 FROM retried)
-          THEN (SELECT true FROM pg_notify(\(wakeChannel), \(name))) ELSE false END
-        """, as: Bool.self, logger: logger) ?? false
-    }
-    if retried {
-      logger.info("kept failure runs again (retryFailure)")
-      logger.debug("retryFailure", metadata: ["dpd.key": "\(key)"])
-    }
-    return retried
+    return try await retryFailures(selecting: "key = $2", key, key: key) > 0
   }
 
-  /// Removes a kept failure: its row, with its value and last error, is deleted. Returns whether
-  /// there was one; false for a key without a kept failure (unknown, waiting or running), which
-  /// is left as it was.
+  /// Runs one kept failure again, by the ``PostgresBurstFailure/id`` that ``failures()`` and
+  /// ``rawFailures()`` report, as ``retryFailure(_:)`` runs each of a key's. Returns whether
+  /// there was one; false for an id that no kept failure of this queue has (already retried or
+  /// discarded, or another queue's).
+  ///
+  /// Throws as ``retryFailure(_:)`` does, but for the key.
+  @discardableResult public func retryFailure(id: Int64) async throws -> Bool {
+    try await retryFailures(selecting: "id = $2", id, key: nil) > 0
+  }
+
+  /// Removes the key's kept failures, with their values and last errors. Returns whether there
+  /// was one; false for a key without a kept failure (unknown, waiting or running), which is
+  /// left as it was. The key's waiting or running bursts are not touched.
   ///
   /// Throws as ``retryFailure(_:)`` does (after an `outcomeUnknown`, a second call is safe: it
   /// returns false if the first one was applied).
   @discardableResult public func discardFailure(_ key: String) async throws -> Bool {
     let key = try checked(key)
-    let name = name
+    return try await discardFailures(selecting: "key = $2", key, key: key) > 0
+  }
+
+  /// Removes one kept failure, by its id, as ``discardFailure(_:)`` removes a key's. Returns
+  /// whether there was one.
+  ///
+  /// Throws as ``retryFailure(id:)`` does.
+  @discardableResult public func discardFailure(id: Int64) async throws -> Bool {
+    try await discardFailures(selecting: "id = $2", id, key: nil) > 0
+  }
+
+  /// Retries the kept failures of this queue that `selecting` (a condition on `$2`, `selected`)
+  /// picks, in one statement (see ``RetryFailuresStatement``); returns how many.
+  private func retryFailures<Selected: PostgresEncodable & Sendable>(
+    selecting condition: String, _ selected: Selected, key: String?
+  ) async throws -> Int {
+    var bindings = PostgresBindings(capacity: 3)
+    bindings.append(name)
+    try bindings.append(selected)
+    bindings.append(minimumSpacingMilliseconds)
+    let query = PostgresQuery(
+      unsafeSQL: RetryFailuresStatement.sql(selecting: condition), binds: bindings)
     let logger = logger
-    let discarded = try await database("discardFailure", key: key) { connection in
-      try await connection.scalar(
-        """
+    let retried = try await database("retryFailure", key: key) { connection in
+      try await connection.scalar(query, as: Int.self, logger: logger) ?? 0
+    }
+    if retried > 0 {
+      logger.info(
+        "kept failure runs again (retryFailure)", metadata: ["dpd.failures": "\(retried)"])
+      logger.debug(
+        "retryFailure", metadata: ["dpd.key": "\(key ?? "")", "dpd.failure": "\(selected)"])
+    }
+    return retried
+  }
+
+  /// Deletes the kept failures of this queue that `selecting` picks; returns how many.
+  private func discardFailures<Selected: PostgresEncodable & Sendable>(
+    selecting condition: String, _ selected: Selected, key: String?
+  ) async throws -> Int {
+    var bindings = PostgresBindings(capacity: 2)
+    bindings.append(name)
+    try bindings.append(selected)
+    let query = PostgresQuery(
+      unsafeSQL: """
         WITH discarded AS (
-          DELETE FROM dpd_bursts WHERE name = \(name) AND key = \(key) AND failed RETURNING 1
+          DELETE FROM dpd_failures WHERE name = $1 AND \(condition) RETURNING 1
         )
         SELECT count(*) FROM discarded
-        """, as: Int.self, logger: logger) ?? 0 > 0
+        """, binds: bindings)
+    let logger = logger
+    let discarded = try await database("discardFailure", key: key) { connection in
+      try await connection.scalar(query, as: Int.self, logger: logger) ?? 0
     }
-    if discarded {
-      logger.info("kept failure discarded (discardFailure)")
-      logger.debug("discardFailure", metadata: ["dpd.key": "\(key)"])
+    if discarded > 0 {
+      logger.info(
+        "kept failure discarded (discardFailure)", metadata: ["dpd.failures": "\(discarded)"])
+      logger.debug(
+        "discardFailure", metadata: ["dpd.key": "\(key ?? "")", "dpd.failure": "\(selected)"])
     }
     return discarded
   }
@@ -107,32 +147,36 @@ extension PostgresDelayedPreemptiveQueue {
     }
   }
 
-  /// The kept failures with their values as stored (PostgreSQL's `jsonb` text), by key, whatever
-  /// `Value` is: ``failures()`` decodes these, and the operator's tool shows them as they are,
-  /// for a queue of any `Value` type, also values that no longer decode.
+  /// Every kept failure with its stored JSON (PostgreSQL's `jsonb` text), whatever `Value` is,
+  /// also values that no longer decode: oldest first (by ``PostgresRawBurstFailure/id``).
+  /// ``failures()`` lists those whose value decodes; the operator's tool shows these, for a queue
+  /// of any `Value` type.
   ///
-  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`.
-  package func storedFailures() async throws -> [StoredFailure] {
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
+  /// when the calling task is cancelled before the call was sent.
+  public func rawFailures() async throws -> [PostgresRawBurstFailure] {
     let name = name
     let logger = logger
     return try await database("failures") { connection in
-      var failures: [StoredFailure] = []
+      var failures: [PostgresRawBurstFailure] = []
       let query: PostgresQuery = """
-        SELECT key, value::text, attempts, coalesce(last_error, '') FROM dpd_bursts
-        WHERE name = \(name) AND failed ORDER BY key
+        SELECT id, key, value::text, attempts, last_error FROM dpd_failures
+        WHERE name = \(name) ORDER BY id
         """
       for try await row in try await connection.query(query, logger: logger) {
-        let (key, json, attempts, lastError) = try row.decode((String, String, Int, String).self)
+        let (id, key, json, attempts, lastError) = try row.decode(
+          (Int64, String, String, Int, String).self)
         failures.append(
-          StoredFailure(key: key, json: json, attempts: attempts, lastError: lastError))
+          PostgresRawBurstFailure(
+            id: id, key: key, json: json, attempts: attempts, lastError: lastError))
       }
       return failures
     }
   }
 
-  /// Every queue name that has rows in the database (waiting, running or failed bursts), with
-  /// how many, at most `limit` names: for the operator's tool, to say which names are in use when
-  /// the one it was given has no rows.
+  /// Every queue name that has rows in the database (waiting or running bursts, and kept
+  /// failures), with how many, at most `limit` names: for the operator's tool, to say which
+  /// names are in use when the one it was given has no rows.
   ///
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError` (SQLSTATE `42P01` when no
   /// queue was ever migrated in this database).
@@ -141,8 +185,10 @@ extension PostgresDelayedPreemptiveQueue {
     return try await database("namesInUse") { connection in
       var names: [StoredQueueName] = []
       let query: PostgresQuery = """
-        SELECT name, count(*) FROM dpd_bursts WHERE NOT idle GROUP BY name ORDER BY name
-        LIMIT \(limit)
+        SELECT name, count(*) FROM (
+          SELECT name FROM dpd_bursts WHERE NOT idle UNION ALL SELECT name FROM dpd_failures
+        ) AS rows
+        GROUP BY name ORDER BY name LIMIT \(limit)
         """
       for try await row in try await connection.query(query, logger: logger) {
         let (name, rows) = try row.decode((String, Int).self)
@@ -151,16 +197,6 @@ extension PostgresDelayedPreemptiveQueue {
       return names
     }
   }
-}
-
-/// A kept failure as ``PostgresDelayedPreemptiveQueue/storedFailures()`` reads it: its value is
-/// the stored JSON, not decoded.
-package struct StoredFailure: Sendable, Hashable {
-  package var key: String
-  /// The stored value, as PostgreSQL's `jsonb` text.
-  package var json: String
-  package var attempts: Int
-  package var lastError: String
 }
 
 /// A queue name with rows in the database, and how many.

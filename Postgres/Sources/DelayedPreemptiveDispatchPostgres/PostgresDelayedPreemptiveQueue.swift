@@ -205,8 +205,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     Logger(label: "DelayedPreemptiveDispatchPostgres", factory: { _ in SwiftLogNoOpLogHandler() })
   }
 
-  /// Creates or upgrades the schema (tables `dpd_schema` and `dpd_bursts`, sequence
-  /// `dpd_fence`); idempotent, and safe to call from every replica at start: concurrent calls
+  /// Creates or upgrades the schema (tables `dpd_schema`, `dpd_bursts` and `dpd_failures`,
+  /// sequence `dpd_fence`); idempotent, and safe to call from every replica at start: concurrent calls
   /// wait for the first one.
   ///
   /// Throws ``PostgresDelayedPreemptiveQueueError/newerSchema(found:supported:)`` when a newer
@@ -251,11 +251,12 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// holds saturates to 200 years: "never, unless flushed", as in-process, never a raw SQL
   /// error; a negative one counts as zero.
   ///
-  /// When the key's handler is running, the submission starts a new burst that runs after that
-  /// run has finished, never beside it, with its own value only. When the key's last burst
-  /// failed for good, it starts a fresh burst and clears the failure. One
+  /// When the key's handler is running, or waits for the retry of a run that threw, the
+  /// submission starts a new burst that runs after that one, never beside it, with its own value
+  /// only. The key's kept failures (``failures()``) stay kept, with their values. One
   /// `INSERT … ON CONFLICT DO UPDATE`, in the database's function `dpd_submit`, which SQL
-  /// callers' `dpd_delay` uses too (<doc:WorkThatCommitsWithYourData>); it wakes sleeping workers only when it makes the earliest
+  /// callers' `dpd_delay` uses too (<doc:WorkThatCommitsWithYourData>); it wakes sleeping
+  /// workers only when it makes the earliest
   /// deadline earlier. Concurrent calls on one instance (and its copies) are sent together as
   /// one multi-row upsert; each call returns once its
   /// submission is stored, and a call that returned is never lost.
@@ -392,20 +393,33 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// Bursts that ran `maxAttempts` times without success, by key, kept until a new
-  /// ``delay(_:for:value:)`` of their key starts a fresh burst, ``retryFailure(_:)`` runs
-  /// them again or ``discardFailure(_:)`` removes them.
+  /// Bursts that ran `maxAttempts` times without success, oldest first, each with its own
+  /// ``PostgresBurstFailure/id``, kept with their values until ``retryFailure(id:)`` or
+  /// ``retryFailure(_:)`` runs them again or ``discardFailure(id:)`` or ``discardFailure(_:)``
+  /// removes them (P17). A key may have several; its later bursts and new submissions run as
+  /// usual meanwhile. A kept value that does not decode as `Value` is left out (it is logged at
+  /// warning level, without its key): ``rawFailures()`` lists every kept failure as its stored
+  /// JSON.
   ///
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
-  /// when the calling task is cancelled before the call was sent; and `valueNotDecodable` for
-  /// a kept value that no longer decodes as `Value`.
+  /// when the calling task is cancelled before the call was sent.
   public func failures() async throws -> [PostgresBurstFailure<Value>] {
-    try await storedFailures().map { stored in
-      PostgresBurstFailure(
-        key: stored.key,
-        value: try ValueCodec.decode(Value.self, from: stored.json, key: stored.key),
-        attempts: stored.attempts, lastError: stored.lastError)
+    var undecodable = 0
+    let failures = try await rawFailures().compactMap { raw -> PostgresBurstFailure<Value>? in
+      guard let value = try? ValueCodec.decode(Value.self, from: raw.json, key: raw.key) else {
+        undecodable += 1
+        return nil
+      }
+      return PostgresBurstFailure(
+        id: raw.id, key: raw.key, value: value, attempts: raw.attempts, lastError: raw.lastError)
     }
+    if undecodable > 0 {
+      let message =
+        "failures(): \(undecodable) kept failures do not decode as \(Value.self); rawFailures() "
+        + "lists them"
+      logger.warning("\(message)")
+    }
+    return failures
   }
 
   /// `options.minimumSpacing` in milliseconds, as the statements take it: 0 for none.

@@ -13,7 +13,7 @@ import Metrics
 /// | label | kind | what | when, and where |
 /// |---|---|---|---|
 /// | `dpd.postgres.submissions` | counter | `delay` calls stored (with `on:`, sent in the caller's transaction: the package cannot see whether it commits) | when a `delay` returns, in the process that called it |
-/// | `dpd.postgres.runs` | counter, `outcome` | ends of runs: `succeeded`, `retried`, `failed` (kept in `failures()`, or dropped), `lease_lost`, `unconfirmed` (an attempt to record the end lost its answer, and the retry found the end recorded or the burst taken over) | when the run's end is recorded (or found lost), in the worker that ran it |
+/// | `dpd.postgres.runs` | counter, `outcome` | ends of runs: `succeeded`, `retried`, `failed` (kept in `failures()` with its value: never dropped), `lease_lost`, `unconfirmed` (an attempt to record the end lost its answer, and the retry found the end recorded or the burst taken over) | when the run's end is recorded (or found lost), in the worker that ran it |
 /// | `dpd.postgres.defects` | counter, `statement` | statements of a worker that the database refused for their data (SQLSTATE classes 22, 23, 54, XX, and any error that is neither an outage nor a conflict): a defect of this package, logged at error level; the run's burst runs again once its lease runs out | when refused, in the worker that sent it |
 /// | `dpd.postgres.takeovers` | counter | claims of a burst whose lease had run out on another worker | at the claim, in the worker that took it over |
 /// | `dpd.postgres.lateness` | timer | from a burst's deadline to its handler's start | at the handler's start, in the worker that runs it |

@@ -44,6 +44,17 @@ import PostgresNIO
 /// `dpd_schema.functions` is the `md5` of the installed functions' text: every migration
 /// replaces them when this package's text differs, so a new release (or an older one, migrating
 /// last) installs its own.
+/// Version 6 also keeps failures apart from the bursts (P17): `dpd_failures` holds one row per kept
+/// failure, with its own `id` (from a sequence: the order in which they were kept), its queue
+/// `name` and `key`, its `value` (with `.append`, its whole array), its `attempts`, its
+/// `last_error`, the instant it was kept (`failed_at`, on the database's clock) and its trace
+/// record (`traces`, the head's record of `dpd_bursts.traces` with its submission count fixed),
+/// so that a key may have several kept failures beside its waiting or running bursts. The
+/// statement that ends a burst for good writes its failure there and, in the same statement,
+/// lets the key's row go on with the bursts behind it, or removes it as a successful end does.
+/// `dpd_bursts.failed` stays for the replicas of the previous release, and is never set from
+/// this version on: the rows of version 5 that were kept as failed move to `dpd_failures`
+/// (their `failed_at` is the instant of the migration), and their rows are deleted.
 enum Schema {
   /// The version this package writes and understands.
   static let version = 6
@@ -141,6 +152,23 @@ enum Schema {
             migrated_at timestamptz NOT NULL DEFAULT clock_timestamp()
           );
           ALTER TABLE dpd_schema ADD COLUMN functions text;
+          CREATE TABLE dpd_failures (
+            id bigserial PRIMARY KEY,
+            name text NOT NULL,
+            key text NOT NULL,
+            value jsonb NOT NULL,
+            attempts integer NOT NULL,
+            last_error text NOT NULL,
+            failed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+            traces jsonb NOT NULL DEFAULT '{}'::jsonb
+          );
+          CREATE INDEX dpd_failures_key ON dpd_failures (name, key, id);
+          INSERT INTO dpd_failures (name, key, value, attempts, last_error, traces)
+          SELECT name, key, value, attempts, coalesce(last_error, ''),
+            jsonb_build_object('count', submissions) || coalesce(traces -> 0, '{}'::jsonb)
+          FROM dpd_bursts WHERE failed ORDER BY name, key;
+          DELETE FROM dpd_bursts WHERE failed;
+          DROP INDEX IF EXISTS dpd_bursts_failed;
           UPDATE dpd_schema SET version = 6;
         END IF;
         IF (SELECT functions FROM dpd_schema) IS DISTINCT FROM md5(install) THEN

@@ -166,20 +166,12 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     }
     state.backlog = claimed.count == free
     for burst in claimed {
-      if burst.gaveWay {
+      if burst.exhausted || burst.gaveWay {
         queue.metrics.failed.increment()
         let message =
-          "burst dropped: its last run never ended (its worker died or lost the lease) and a "
-          + "later burst of its key runs next"
+          "burst kept as failed: its last run never ended (its worker died or lost the lease)"
+          + (burst.gaveWay ? "; the next burst of its key runs as usual" : "")
         logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
-        logger.debug("dropped", metadata: ["dpd.key": "\(burst.key)"])
-        continue
-      }
-      if burst.exhausted {
-        queue.metrics.failed.increment()
-        logger.warning(
-          "burst kept as failed: its last run never ended (its worker died or lost the lease)",
-          metadata: ["dpd.attempts": "\(burst.attempt)"])
         logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
         continue
       }
@@ -354,13 +346,6 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   ) {
     switch kept {
     case nil: notRecorded(burst, unconfirmed: unconfirmed)
-    case .gaveWay? where burst.attempt >= queue.maxAttempts:
-      queue.metrics.failed.increment()
-      let message =
-        "burst dropped after \(burst.attempt) runs: \(error); a later burst of its key "
-        + "runs next, so it is not kept"
-      logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
-      logger.debug("dropped", metadata: ["dpd.key": "\(burst.key)"])
     case .gaveWay?:
       queue.metrics.retried.increment()
       logger.info(

@@ -11,9 +11,10 @@ struct StateCommand: AsyncParsableCommand {
       Pending counts every key with work that has not finished (waiting or running). Each \
       running burst shows the worker that owns it, its attempt, its fence and how long its \
       lease has left (negative: its worker stopped renewing it; another worker takes it over). \
-      Each kept failure shows its attempts, its last error and its value, as the JSON the \
-      database stores. A queue with no bursts says so, with the names that have bursts in the \
-      database, and a database where no queue was ever migrated says that. Changes nothing.
+      Each kept failure (oldest first; a key may have several) shows its id, its attempts, its \
+      last error and its value, as the JSON the database stores. A queue with no bursts says \
+      so, with the names that have bursts (or kept failures) in the database, and a database \
+      where no queue was ever migrated says that. Changes nothing.
       """)
 
   @OptionGroup var queueOptions: QueueOptions
@@ -36,7 +37,7 @@ struct StateCommand: AsyncParsableCommand {
   static func lines(of queue: PostgresDelayedPreemptiveQueue<String>) async throws -> [String] {
     let pending = try await queue.pendingCount()
     let running = try await queue.runningBursts()
-    let failures = try await queue.storedFailures()
+    let failures = try await queue.rawFailures()
     var lines = ["queue \(queue.name)", "pending: \(pending)", "running: \(running.count)"]
     for burst in running {
       lines.append(
@@ -46,7 +47,9 @@ struct StateCommand: AsyncParsableCommand {
     lines.append("failures: \(failures.count)")
     for failure in failures {
       let lastError = failure.lastError.split(whereSeparator: \.isNewline).joined(separator: " ")
-      lines.append("  \(failure.key)  attempts \(failure.attempts)  last error: \(lastError)")
+      lines.append(
+        "  \(failure.key)  id \(failure.id)  attempts \(failure.attempts)  last error: \(lastError)"
+      )
       lines.append("    value: \(failure.json)")
     }
     if pending == 0 && failures.isEmpty {

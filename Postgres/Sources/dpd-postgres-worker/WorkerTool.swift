@@ -1,6 +1,6 @@
 // dpd-postgres-worker: the operator's tool for a PostgresDelayedPreemptiveQueue of any Value type.
 // `state` shows what is pending, running and failed, with each kept value as its stored JSON;
-// `retry KEY` and `discard KEY` act on a kept failure. `--help` says more.
+// `retry KEY` and `discard KEY` act on a key's kept failures, `--id N` on one. `--help` says more.
 //
 //   export DPD_POSTGRES_URL=$(scripts/postgres.sh start)
 //   swift run --package-path Postgres dpd-postgres-worker state --name reindex

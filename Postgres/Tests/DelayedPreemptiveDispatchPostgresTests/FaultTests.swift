@@ -121,6 +121,60 @@ struct PostgresFaultTests {
     }
   }
 
+  /// P17 under lease expiries: a head whose workers die in each of its `maxAttempts` runs, with
+  /// a burst of its key submitted behind it meanwhile, is kept with its whole array (never
+  /// dropped), and the burst behind it runs as usual.
+  @Test func exhaustedHeadWithABurstBehindItIsKeptAndTheBurstRuns() async throws {
+    try await TestDatabase.withClient { client, configuration in
+      var configured = PostgresDelayedPreemptiveQueue<[String]>(
+        client: client, configuration: configuration,
+        name: TestDatabase.uniqueName("crash-behind"), lease: .seconds(1), maxAttempts: 2,
+        merge: .append)
+      configured.safetyPoll = .milliseconds(200)
+      let queue = configured
+      try await queue.migrate()
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      try await queue.delay("k", for: .zero, value: ["poison-1"])
+      try await queue.delay("k", for: .zero, value: ["poison-2"])
+      var deaths = 0
+      /// The failure is kept and the burst behind it has run.
+      @Sendable func settled() async throws -> Bool {
+        guard try await !queue.failures().isEmpty else { return false }
+        return try await queue.pendingCount() == 0
+      }
+      for round in 0..<6 where try await !settled() {
+        let worker = try WorkerProcess([
+          "--name", queue.name, "--append", "--record", "--crash-when", "poison", "--quiet",
+          "--lease-ms", "1000", "--max-attempts", "2",
+        ])
+        await worker.waitUntilReady()
+        _ = try await TestDatabase.eventually(within: .seconds(15)) {
+          if !worker.process.isRunning { return true }
+          return try await settled()
+        }
+        if worker.process.isRunning {
+          try await PostgresReplicaTests.stop([worker])
+        } else {
+          deaths += 1
+        }
+        // Behind the claimed head, whose worker died: a burst of its own.
+        if round == 0 { try await queue.delay("k", for: .zero, value: ["next"]) }
+      }
+      let failures = try await queue.failures()
+      print(
+        "crash with a burst behind: \(deaths) worker deaths, kept: "
+          + "\(failures.map { "\($0.value) after \($0.attempts) runs" })")
+      #expect(failures.map(\.value) == [["poison-1", "poison-2"]])
+      #expect(failures.first?.attempts == 2)
+      #expect(failures.first?.lastError.contains("never ended") == true)
+      #expect(deaths == 2)
+      #expect(try await table.runs(finished: false) == 2)
+      #expect(try await table.finishedElements()["k"] == ["next"])
+      #expect(try await queue.pendingCount() == 0)
+    }
+  }
+
   @Test func backlogUnderAShortLeaseRunsNoBurstTwice() async throws {
     try await TestDatabase.withQueue("backlog", lease: .milliseconds(300)) { queue, client in
       try await RunTable.create(client)

@@ -5,8 +5,8 @@ import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// Upgrading a database of schema version 2 in place (through versions 3, 4 and 5), with bursts in
-/// every state, from several replicas at once. Runs in a database of its own.
+/// Upgrading a database of schema version 2 in place (through versions 3, 4, 5 and 6), with
+/// bursts in every state, from several replicas at once. Runs in a database of its own.
 @Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresMigrationTests {
   /// The tables as version 2 of this package made them (the v1 and v2 steps of its migration).
@@ -87,7 +87,20 @@ struct PostgresMigrationTests {
     // Version 5: a trace record for each burst but the newest; nothing was traced before.
     #expect(try await Self.traces(client, "behind") == "[{}]")
     #expect(try await Self.traces(client, "alone") == "[]")
-    #expect(try await Self.traces(client, "failed") == "[]")
+    // Version 6: the kept failure moved to `dpd_failures`, with its value, attempts, last error
+    // and a trace record with its count; its row is gone.
+    #expect(try await Self.traces(client, "failed") == nil)
+    #expect(
+      try await Self.text(
+        client,
+        """
+        SELECT concat_ws(' ', key, value::text, attempts, last_error, traces::text)
+        FROM dpd_failures WHERE name = 'q'
+        """) == #"failed ["f1"] 5 boom {"count": 1}"#)
+    #expect(
+      try await Self.text(client, "SELECT count(*)::text FROM dpd_bursts WHERE failed") == "0")
+    let raw = try await queue.rawFailures()
+    #expect(raw.map(\.key) == ["failed"] && raw.allSatisfy { $0.id > 0 })
     #expect(try await Self.later(client, "alone") == "[]")
     #expect(try await Self.later(client, "waiting") == "[]")
     #expect(try await queue.pendingCount() == 3)
@@ -113,6 +126,12 @@ struct PostgresMigrationTests {
     #expect(await runs.values("waiting") == [["w1", "w2", "w3"]])
     #expect(await runs.values("behind") == [["b3"]])
     #expect(await runs.values("alone") == [])
+    // The migrated failure is retried by its id, and runs with its kept value.
+    #expect(try await queue.retryFailure(id: try #require(raw.first).id))
+    try await queue.withWorker(handler: handler) { () async throws in
+      #expect(try await TestDatabase.eventually { await runs.values("failed") == [["f1"]] })
+    }
+    #expect(try await queue.rawFailures().isEmpty)
 
     running.cancel()
     try await TestDatabase.withClient { client, _ in

@@ -215,7 +215,7 @@ struct PostgresSQLFunctionTests {
         #expect(try await queue.drains(within: .seconds(30)))
       }
       #expect(handled.withLock { $0 } == ["good": 7])
-      let failures = try await queue.storedFailures()
+      let failures = try await queue.rawFailures()
       #expect(failures.map(\.key) == ["k"])
       #expect(failures.first?.attempts == 1)
       #expect(failures.first?.json == #""seven""#)

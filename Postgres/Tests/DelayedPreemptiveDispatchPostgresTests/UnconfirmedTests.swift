@@ -276,7 +276,8 @@ struct PostgresUnconfirmedTests {
         PostgresQuery(
           unsafeSQL: """
             CREATE TRIGGER \(trigger) BEFORE DELETE ON dpd_bursts FOR EACH ROW
-            WHEN (OLD.name = '\(queue.name)' AND OLD.key = 'poison') EXECUTE FUNCTION \(trigger)()
+            WHEN (OLD.name = '\(queue.name)' AND OLD.key = 'poison' AND OLD.claim IS NOT NULL)
+            EXECUTE FUNCTION \(trigger)()
             """))
       let runs = RunList()
       let outcome = await Result {

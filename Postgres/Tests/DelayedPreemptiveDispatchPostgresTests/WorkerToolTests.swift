@@ -188,9 +188,14 @@ struct PostgresWorkerToolTests {
       #expect(busy.contains("attempt 1") && busy.contains("fence "), "\(busy)")
       #expect(busy.contains("lease left "), "\(busy)")
       #expect(lines.contains("failures: 2"), "\(state.output)")
-      #expect(lines.contains("  broken  attempts 1  last error: refused by the test"))
+      // Each kept failure with its id, as `rawFailures()` reports it.
+      for failure in try await queue.rawFailures() {
+        #expect(
+          lines.contains(
+            "  \(failure.key)  id \(failure.id)  attempts 1  last error: refused by the test"),
+          "\(state.output)")
+      }
       #expect(lines.contains("    value: \"b\""), "\(state.output)")
-      #expect(lines.contains("  doomed  attempts 1  last error: refused by the test"))
       #expect(lines.contains("    value: \"d\""), "\(state.output)")
       #expect(!state.output.contains("no bursts"))
     }
@@ -228,6 +233,29 @@ struct PostgresWorkerToolTests {
     }
   }
 
+  /// `retry --id` and `discard --id` act on one kept failure, by the id `state` lists; a key and
+  /// an id together, or neither, are refused before the database is asked.
+  @Test func retryAndDiscardTakeTheIdOfOneKeptFailure() async throws {
+    try await Self.withQueueInEveryState { queue, runs in
+      let ids = Dictionary(
+        uniqueKeysWithValues: try await queue.rawFailures().map { ($0.key, $0.id) })
+      let broken = try #require(ids["broken"])
+      let doomed = try #require(ids["doomed"])
+      let retry = try await ToolRun.run(["retry", "--id", "\(broken)", "--name", queue.name])
+      #expect(retry.output == "retried id \(broken): it runs again now\n", "\(retry.errors)")
+      #expect(try await TestDatabase.eventually { runs.values("broken") == ["b", "b"] })
+      let discard = try await ToolRun.run(["discard", "--id", "\(doomed)", "--name", queue.name])
+      #expect(discard.output == "discarded id \(doomed)\n", "\(discard.errors)")
+      #expect(try await queue.rawFailures().map(\.id).contains(doomed) == false)
+      let again = try await ToolRun.run(["discard", "--id", "\(doomed)", "--name", queue.name])
+      #expect(again.output == "no kept failure for id \(doomed)\n", "\(again.errors)")
+      for arguments in [["retry", "broken", "--id", "\(broken)"], ["discard"]] {
+        let refused = try await ToolRun.run(arguments + ["--name", queue.name])
+        #expect(refused.status != 0 && refused.errors.contains("Give either a key or --id"))
+      }
+    }
+  }
+
   /// A service's value: a `Codable` struct, not a `String`.
   struct Edit: Codable, Sendable, Equatable {
     var document: Int
@@ -258,20 +286,20 @@ struct PostgresWorkerToolTests {
       try await queue.withWorker(handler: { _, _ in throw Refused() }) { () async throws in
         #expect(
           try await TestDatabase.eventually {
-            try await queue.storedFailures().count == 3
+            try await queue.rawFailures().count == 3
           })
       }
-      // The service's own call cannot decode the legacy value; the tool shows it all the same.
-      await #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
-        try await queue.failures()
-      }
+      // The service's own call lists what decodes (P17: `failures()` leaves out the legacy
+      // value); the tool shows it all the same.
+      #expect(try await queue.failures().map(\.key).sorted() == ["doc-1", "doc-2"])
 
       let state = try await ToolRun.run(["state", "--name", queue.name])
       #expect(state.status == 0, "\(state.errors)")
       let lines = state.output.split(separator: "\n").map(String.init)
       #expect(lines.contains("failures: 3"), "\(state.output)")
       for key in ["doc-1", "doc-2", "legacy"] {
-        let index = try #require(lines.firstIndex { $0.hasPrefix("  \(key)  attempts 1") })
+        let index = try #require(
+          lines.firstIndex { $0.hasPrefix("  \(key)  id ") && $0.contains("  attempts 1  ") })
         let value = try #require(lines.dropFirst(index + 1).first)
         #expect(value.hasPrefix("    value: "), "\(state.output)")
         let json = Data(value.dropFirst("    value: ".count).utf8)
@@ -290,11 +318,13 @@ struct PostgresWorkerToolTests {
       #expect(try await queue.isPending("legacy"))
       let discard = try await ToolRun.run(["discard", "doc-2", "--name", queue.name])
       #expect(discard.output == "discarded doc-2\n", "\(discard.errors)")
-      #expect(try await queue.storedFailures().map(\.key) == ["doc-1"])
+      let raw = try await queue.rawFailures()
+      #expect(raw.map(\.key) == ["doc-1"])
       #expect(
         try await queue.failures() == [
           PostgresBurstFailure(
-            key: "doc-1", value: edits["doc-1"]!, attempts: 1, lastError: "refused by the test")
+            id: try #require(raw.first).id, key: "doc-1", value: edits["doc-1"]!, attempts: 1,
+            lastError: "refused by the test")
         ])
       #expect(try await queue.cancel("legacy"))
     }

@@ -16,6 +16,8 @@ struct WorkerSettings: Sendable {
   var transactional = false
   var observeCancellationMilliseconds = 0
   var crash = false
+  /// Crash (as `--crash`) only in the runs whose recorded value contains this text.
+  var crashWhen: String?
   var quiet = false
   /// Log lines at this level and above go to stderr; nil: no logging.
   var logLevel: String?
@@ -37,6 +39,7 @@ struct WorkerSettings: Sendable {
       case "--fenced": fenced = true
       case "--transactional": transactional = true
       case "--crash": crash = true
+      case "--crash-when": crashWhen = remaining.popFirst()
       case "--quiet": quiet = true
       case "--leading": leading = true
       case "--append": append = true

@@ -18,6 +18,7 @@
 //                         value, fence, worker) to dpd_test_tx_writes on its connection: that row
 //                         exists if and only if the run's end committed with it
 //   --crash               kill its own process (SIGKILL) in each run, after recording its start
+//   --crash-when TEXT     the same, only in the runs whose recorded value contains TEXT
 //   --quiet               print nothing per run
 //   --log-level LEVEL     log the queue's lines at LEVEL and above to stderr
 //   --leading             ask for options.leading (unsupported: stops with a precondition message)
@@ -103,7 +104,9 @@ let batchWriter = Task {
         VALUES (\(settings.name), \(run.key), \(value), \(run.fence), \("\(getpid())"))
         """, logger: logger)
     }
-    if settings.crash { kill(getpid(), SIGKILL) }
+    if settings.crash || settings.crashWhen.map({ value.contains($0) }) == true {
+      kill(getpid(), SIGKILL)
+    }
     var cancelledAt: Double?
     let sleep =
       settings.handlerMaxMilliseconds.map { Int.random(in: 0...$0) }

@@ -1,0 +1,236 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// Rule P17, against the real server: nothing kept is ever dropped. A burst that fails
+/// `maxAttempts` times is kept with its value also when later bursts of its key wait behind it,
+/// or new submissions of its key come; a key may have several kept failures, each with its own
+/// id; `retryFailure` and `discardFailure` act on a key's, oldest first, or on one by its id; a
+/// submission during a retry's backoff never joins the failed head.
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresKeptFailureTests {
+  struct Refused: Error, CustomStringConvertible {
+    var description: String { "refused on purpose" }
+  }
+
+  /// A migrated queue of `[String]` with a fresh name.
+  static func withQueue<Result: Sendable>(
+    _ prefix: String, merge: PostgresValueMerge = .append, maxAttempts: Int,
+    retryBackoff: Duration = .milliseconds(20),
+    logger: Logger = PostgresDelayedPreemptiveQueue<[String]>.silentLogger,
+    _ body:
+      @Sendable (PostgresDelayedPreemptiveQueue<[String]>, PostgresClient) async throws ->
+      Result
+  ) async throws -> Result {
+    try await TestDatabase.withClient { client, configuration in
+      var queue = PostgresDelayedPreemptiveQueue<[String]>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName(prefix),
+        maxAttempts: maxAttempts, merge: merge, logger: logger)
+      queue.safetyPoll = .milliseconds(200)
+      queue.retryBackoff = retryBackoff
+      try await queue.migrate()
+      return try await body(queue, client)
+    }
+  }
+
+  /// The issue's case: with `.append`, a head that fails its `maxAttempts` runs while a later
+  /// burst of its key waits is kept with its whole array, and the waiting burst runs as usual.
+  @Test func aFailedAppendBurstWithAnotherWaitingKeepsEveryValue() async throws {
+    let logs = LogCollector()
+    try await Self.withQueue("kept-append", maxAttempts: 2, logger: logs.logger()) { queue, _ in
+      let runs = Runs<[String]>()
+      let release = Latch()
+      try await queue.withWorker(
+        handler: { key, values in
+          await runs.add(key, values)
+          guard values.contains("a1") else { return }
+          try await release.wait()
+          throw Refused()
+        }
+      ) {
+        try await queue.delay("k", for: .milliseconds(200), value: ["a1"])
+        try await queue.delay("k", for: .milliseconds(200), value: ["a2"])
+        #expect(try await TestDatabase.eventually { await runs.all.count == 1 })
+        // Submitted during the head's first run: a burst of its own behind it.
+        try await queue.delay("k", for: .zero, value: ["b1"])
+        try await queue.delay("k", for: .zero, value: ["b2"])
+        release.open()
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
+        #expect(try await queue.drains(within: .seconds(10)))
+      }
+      let failures = try await queue.failures()
+      #expect(failures.map(\.value) == [["a1", "a2"]])
+      #expect(failures.first?.key == "k" && failures.first?.attempts == 2)
+      #expect(failures.first?.lastError == "refused on purpose")
+      #expect(await runs.values("k") == [["a1", "a2"], ["a1", "a2"], ["b1", "b2"]])
+      let raw = try await queue.rawFailures()
+      #expect(raw.map(\.json) == [#"["a1", "a2"]"#] && raw.map(\.id) == failures.map(\.id))
+      #expect(logs.contains("burst kept as failed after 2 runs", atLeast: .warning))
+      #expect(!logs.lines.contains { $0.message.contains("dropped") })
+    }
+  }
+
+  /// Failures of one key are kept side by side, each with its own id, oldest first, while the
+  /// key's later bursts run; `discardFailure(id:)` and `retryFailure(id:)` act on one,
+  /// `retryFailure(_:)` and `discardFailure(_:)` on all of the key's, oldest first.
+  @Test func repeatedFailuresOfOneKeyKeepSeveralIdsActedOnByKeyAndById() async throws {
+    try await Self.withQueue("kept-ids", merge: .replace, maxAttempts: 1) { queue, _ in
+      let runs = Runs<[String]>()
+      let failing = Locked(true)
+      let handler: @Sendable (String, [String]) async throws -> Void = { key, values in
+        await runs.add(key, values)
+        if failing.withLock({ $0 }), values.first?.hasPrefix("bad") == true { throw Refused() }
+      }
+      try await queue.withWorker(handler: handler) { () async throws in
+        for value in ["bad1", "bad2", "good", "bad3"] {
+          try await queue.delay("k", for: .zero, value: [value])
+          #expect(try await queue.drains(within: .seconds(10)))
+        }
+        try await queue.delay("other", for: .zero, value: ["bad4"])
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 4 })
+      }
+      let failures = try await queue.failures()
+      #expect(failures.map(\.value) == [["bad1"], ["bad2"], ["bad3"], ["bad4"]])
+      #expect(failures.map(\.key) == ["k", "k", "k", "other"])
+      let ids = failures.map(\.id)
+      #expect(ids == ids.sorted() && Set(ids).count == 4)
+      #expect(try await queue.rawFailures().map(\.id) == ids)
+      #expect(await runs.values("k") == [["bad1"], ["bad2"], ["good"], ["bad3"]])
+      #expect(try await queue.pendingCount() == 0)
+      #expect(try await queue.isPending("k") == false)
+
+      // One by id: the others stay.
+      #expect(try await queue.discardFailure(id: ids[1]))
+      #expect(try await queue.discardFailure(id: ids[1]) == false)
+      #expect(try await queue.retryFailure(id: ids[1]) == false)
+      #expect(try await queue.failures().map(\.id) == [ids[0], ids[2], ids[3]])
+
+      // All of a key's, oldest first, each a burst of its own with its own value.
+      failing.withLock { $0 = false }
+      try await queue.withWorker(handler: handler) { () async throws in
+        #expect(try await queue.retryFailure("k"))
+        #expect(try await queue.failures().map(\.id) == [ids[3]])
+        #expect(try await queue.drains(within: .seconds(10)))
+      }
+      #expect(
+        await runs.values("k") == [["bad1"], ["bad2"], ["good"], ["bad3"], ["bad1"], ["bad3"]])
+      #expect(try await queue.retryFailure("k") == false)
+
+      // One by id runs again; discarding by key removes every one of the key's.
+      try await queue.withWorker(handler: handler) { () async throws in
+        #expect(try await queue.retryFailure(id: ids[3]))
+        #expect(try await queue.drains(within: .seconds(10)))
+      }
+      #expect(await runs.values("other") == [["bad4"], ["bad4"]])
+      #expect(try await queue.failures().isEmpty)
+      failing.withLock { $0 = true }
+      try await queue.withWorker(handler: handler) { () async throws in
+        for value in ["bad5", "bad6"] {
+          try await queue.delay("k", for: .zero, value: [value])
+          #expect(try await queue.drains(within: .seconds(10)))
+        }
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 2 })
+      }
+      #expect(try await queue.discardFailure("k"))
+      #expect(try await queue.failures().isEmpty)
+      #expect(try await queue.discardFailure("k") == false)
+    }
+  }
+
+  /// A submission that arrives while a failed head waits for its retry starts a burst behind
+  /// it: the failed head keeps its own value, and is kept with it once its attempts are spent.
+  @Test(arguments: [PostgresValueMerge.append, .replace])
+  func aSubmissionDuringTheRetryBackoffDoesNotJoinTheFailedHead(merge: PostgresValueMerge)
+    async throws
+  {
+    try await Self.withQueue(
+      "kept-backoff", merge: merge, maxAttempts: 2, retryBackoff: .seconds(2)
+    ) { queue, _ in
+      let runs = Runs<[String]>()
+      try await queue.withWorker(
+        handler: { key, values in
+          await runs.add(key, values)
+          if values.contains("v1") { throw Refused() }
+        }
+      ) {
+        try await queue.delay("k", for: .zero, value: ["v1"])
+        // The first run threw and its end is recorded: the head waits for its retry.
+        #expect(
+          try await TestDatabase.eventually {
+            guard await runs.all.count == 1 else { return false }
+            guard try await queue.runningBursts().isEmpty else { return false }
+            return try await queue.isPending("k")
+          })
+        try await queue.delay("k", for: .zero, value: ["v2"])
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
+        #expect(try await queue.drains(within: .seconds(10)))
+      }
+      #expect(await runs.values("k") == [["v1"], ["v1"], ["v2"]])
+      let failure = try #require(try await queue.failures().first)
+      #expect(failure.value == ["v1"] && failure.attempts == 2)
+    }
+  }
+
+  /// A failure retried while its key runs a burst runs right after it, with its own value: a
+  /// submission that comes after the retry starts a burst behind it, never replaces it.
+  @Test func aRetriedFailureRunsAfterTheRunningBurstAndTakesNoSubmission() async throws {
+    try await Self.withQueue("kept-reentry", merge: .replace, maxAttempts: 1) { queue, _ in
+      let runs = Runs<[String]>()
+      let failing = Locked(true)
+      let release = Latch()
+      try await queue.withWorker(
+        handler: { key, values in
+          await runs.add(key, values)
+          if values == ["running"] { try await release.wait() }
+          if failing.withLock({ $0 }), values == ["old"] { throw Refused() }
+        }
+      ) {
+        try await queue.delay("k", for: .zero, value: ["old"])
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
+        failing.withLock { $0 = false }
+        try await queue.delay("k", for: .zero, value: ["running"])
+        #expect(try await TestDatabase.eventually { await runs.all.count == 2 })
+        #expect(try await queue.retryFailure("k"))
+        try await queue.delay("k", for: .zero, value: ["new"])
+        try await queue.delay("k", for: .zero, value: ["newer"])
+        release.open()
+        #expect(try await queue.drains(within: .seconds(10)))
+      }
+      #expect(await runs.values("k") == [["old"], ["running"], ["old"], ["newer"]])
+      #expect(try await queue.failures().isEmpty)
+    }
+  }
+
+  /// A failure retried while its key's burst waits for its first run runs first, now, and the
+  /// waiting burst keeps its deadline and its submissions.
+  @Test func aRetriedFailureRunsBeforeAWaitingBurstThatKeepsItsDeadline() async throws {
+    try await Self.withQueue("kept-before", maxAttempts: 1) { queue, _ in
+      let runs = Runs<[String]>()
+      let failing = Locked(true)
+      let handler: @Sendable (String, [String]) async throws -> Void = { key, values in
+        await runs.add(key, values)
+        if failing.withLock({ $0 }) { throw Refused() }
+      }
+      try await queue.withWorker(handler: handler) { () async throws in
+        try await queue.delay("k", for: .zero, value: ["old"])
+        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
+      }
+      failing.withLock { $0 = false }
+      try await queue.delay("k", for: .seconds(5), value: ["w1"])
+      let retried = ContinuousClock.now
+      try await queue.withWorker(handler: handler) { () async throws in
+        #expect(try await queue.retryFailure("k"))
+        try await queue.delay("k", for: .seconds(5), value: ["w2"])
+        #expect(try await TestDatabase.eventually { await runs.all.count == 2 })
+        #expect(ContinuousClock.now - retried < .seconds(5))
+        #expect(try await queue.isPending("k"))
+        #expect(try await queue.drains(within: .seconds(10)))
+      }
+      #expect(await runs.values("k") == [["old"], ["old"], ["w1", "w2"]])
+    }
+  }
+}
