@@ -137,8 +137,9 @@ struct PostgresMergeTests {
           if values.first == "a" { try await release.wait() }
         }
       ) {
-        try await queue.delay("k", for: .milliseconds(200), value: ["a"])
-        try await queue.delay("k", for: .milliseconds(200), value: ["b"])
+        // A second's delay, so that "b" joins "a" even when a call is slow on a loaded machine.
+        try await queue.delay("k", for: .seconds(1), value: ["a"])
+        try await queue.delay("k", for: .seconds(1), value: ["b"])
         #expect(try await TestDatabase.eventually { await runs.all.count == 1 })
         try await queue.delay("k", for: .zero, value: ["c"])
         try await queue.delay("k", for: .zero, value: ["d"])
