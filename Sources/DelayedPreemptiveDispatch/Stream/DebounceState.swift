@@ -12,7 +12,13 @@ struct DebounceState<Element: Sendable>: Sendable {
   /// while it is still suspending, and the checked form does that inside the standard library,
   /// where ThreadSanitizer sees the synchronisation (an unsafe one, inlined here, was reported as
   /// a race: swiftlang/swift#57803).
-  @usableFromInline typealias Consumer = CheckedContinuation<Result<Element?, any Error>, Never>
+  ///
+  /// It carries no value: what the consumer gets waits in ``delivered``, which it takes under
+  /// the lock once resumed. A continuation of a generic result, carried in ``Effects``, made
+  /// every transition's effects (built and destroyed once per element, mostly without a
+  /// handoff) go through the runtime's generic and tuple metadata, since the standard library's
+  /// continuation is not frozen; it never leaves the state now but to be resumed.
+  @usableFromInline typealias Consumer = CheckedContinuation<Void, Never>
 
   @usableFromInline
   enum Phase: Sendable {
@@ -26,22 +32,9 @@ struct DebounceState<Element: Sendable>: Sendable {
     case finished
   }
 
-  /// What the storage does after a transition, outside the lock, in this order.
-  @usableFromInline
-  struct Effects {
-    /// Resume the consumer with this result.
-    @usableFromInline var handoff: (consumer: Consumer, result: Result<Element?, any Error>)?
-    /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
-    /// interpreter, ``BurstEffects/perform(startWorkers:arm:install:becameIdle:)``.
-    @usableFromInline var burst = BurstEffects()
-    /// Start the reading task (the first `next()`).
-    @usableFromInline var startsReading = false
-    @usableFromInline var cancelledReading: Task<Void, Never>?
-    /// Resume these waiters of ``DebounceStorage/waitUntilConsumerWaits()``.
-    @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
-
-    @inlinable init() {}
-  }
+  /// What the storage does after a transition, outside the lock: not generic, so that the
+  /// effects built and destroyed on every element need no generic metadata.
+  @usableFromInline typealias Effects = DebounceEffects
 
   @usableFromInline typealias Lines = SingleLine<Element>
 
@@ -49,7 +42,12 @@ struct DebounceState<Element: Sendable>: Sendable {
   @usableFromInline var phase = Phase.idle
   /// A due element the consumer has not taken yet; a newer due element replaces it.
   @usableFromInline var due: Element?
+  /// The consumer waiting in `next()`.
   @usableFromInline var consumer: Consumer?
+  /// The consumer handed off, to be resumed outside the lock (``Effects/resumesConsumer``).
+  @usableFromInline var resuming: Consumer?
+  /// What the consumer handed off gets; it takes it under the lock once resumed.
+  @usableFromInline var delivered: Result<Element?, any Error>?
   @usableFromInline var reading: Task<Void, Never>?
   /// Whether the reading task was started, and has returned; tests check them to prove that no
   /// task outlives the iteration.
@@ -71,15 +69,16 @@ struct DebounceState<Element: Sendable>: Sendable {
 
   // MARK: - The consumer
 
-  /// The consumer calls `next()`: hand it what is due, or keep it waiting.
-  @inlinable mutating func next(_ consumer: Consumer, _ effects: inout Effects) {
+  /// The consumer calls `next()`: hand it what is due, or keep it waiting. Returns whether
+  /// `consumer` is to be resumed at once, what it gets in ``delivered``.
+  @inlinable mutating func next(_ consumer: Consumer, _ effects: inout Effects) -> Bool {
     precondition(
-      self.consumer == nil,
+      self.consumer == nil && resuming == nil && delivered == nil,
       "AsyncDebouncedSequence.Iterator.next() was called again "
         + "before the previous call returned")
     if let element = due.take() {
-      effects.handoff = (consumer, .success(element))
-      return
+      delivered = .success(element)
+      return true
     }
     switch phase {
     case .idle:
@@ -87,14 +86,26 @@ struct DebounceState<Element: Sendable>: Sendable {
       effects.startsReading = true
       readingStarted = true
       wait(consumer, &effects)
+      return false
     case .reading:
       wait(consumer, &effects)
+      return false
     case .draining(let end):
       finish(&effects)
-      effects.handoff = (consumer, end.map { nil })
+      delivered = end.map { nil }
+      return true
     case .finished:
-      effects.handoff = (consumer, .success(nil))
+      delivered = .success(nil)
+      return true
     }
+  }
+
+  /// The consumer was resumed: what it gets.
+  @inlinable mutating func takeDelivered() -> Result<Element?, any Error> {
+    guard let result = delivered.take() else {
+      preconditionFailure("AsyncDebouncedSequence: a consumer was resumed with nothing delivered")
+    }
+    return result
   }
 
   /// The reading task started; returns whether it must stop at once (the iteration ended
@@ -111,7 +122,7 @@ struct DebounceState<Element: Sendable>: Sendable {
     effects.burst = driver.release()
     due = nil
     effects.cancelledReading = reading.take()
-    if let consumer = consumer.take() { effects.handoff = (consumer, .success(nil)) }
+    if let consumer = consumer.take() { handOff(consumer, .success(nil), &effects) }
     finish(&effects)
   }
 
@@ -143,7 +154,7 @@ struct DebounceState<Element: Sendable>: Sendable {
     effects.burst.cancelledTimer = driver.release().cancelledTimer
     if let consumer = consumer.take() {
       finish(&effects)
-      effects.handoff = (consumer, end.map { nil })
+      handOff(consumer, end.map { nil }, &effects)
     } else {
       phase = .draining(end)
     }
@@ -181,10 +192,20 @@ struct DebounceState<Element: Sendable>: Sendable {
   /// Hands `element` to the waiting consumer, or keeps it due in place of an older one.
   @inlinable mutating func emit(_ element: Element, _ effects: inout Effects) {
     if let consumer = consumer.take() {
-      effects.handoff = (consumer, .success(element))
+      handOff(consumer, .success(element), &effects)
     } else {
       due = element
     }
+  }
+
+  /// Hands `result` to `consumer`, taken from ``consumer``: the storage resumes it outside the
+  /// lock, and it takes `result` once resumed.
+  @inlinable mutating func handOff(
+    _ consumer: Consumer, _ result: Result<Element?, any Error>, _ effects: inout Effects
+  ) {
+    delivered = result
+    resuming = consumer
+    effects.resumesConsumer = true
   }
 
   @inlinable mutating func wait(_ consumer: Consumer, _ effects: inout Effects) {
@@ -212,4 +233,24 @@ struct DebounceState<Element: Sendable>: Sendable {
     effects.watchers += watchers
     watchers = []
   }
+}
+
+/// What a ``DebounceStorage`` does after a transition of its ``DebounceState``, outside the
+/// lock, in this order.
+@usableFromInline
+struct DebounceEffects {
+  /// Resume the consumer handed off (``DebounceState/resuming``), its result in
+  /// ``DebounceState/delivered``. A flag, not the continuation, so that the effects of a
+  /// transition hold no type of unknown layout: they are built and destroyed on every element.
+  @usableFromInline var resumesConsumer = false
+  /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
+  /// interpreter, ``BurstEffects/perform(startWorkers:arm:install:becameIdle:)``.
+  @usableFromInline var burst = BurstEffects()
+  /// Start the reading task (the first `next()`).
+  @usableFromInline var startsReading = false
+  @usableFromInline var cancelledReading: Task<Void, Never>?
+  /// Resume these waiters of ``DebounceStorage/waitUntilConsumerWaits()``.
+  @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
+
+  @inlinable init() {}
 }

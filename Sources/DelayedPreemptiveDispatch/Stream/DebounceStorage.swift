@@ -41,16 +41,17 @@ where Base.Element: Sendable, C.Duration == Duration {
   /// `DelayedPreemptiveDispatchTesting`, which holds the iterator meanwhile).
   @inlinable
   package func next() async rethrows -> Base.Element? {
-    let result = await withTaskCancellationHandler {
+    await withTaskCancellationHandler {
       await withCheckedContinuation { (consumer: State.Consumer) in
         var effects = State.Effects()
-        state.withLock { $0.next(consumer, &effects) }
+        let resumesNow = state.withLock { $0.next(consumer, &effects) }
+        if resumesNow { consumer.resume() }
         perform(effects)
       }
     } onCancel: {
       end()
     }
-    return try result.rethrowingGet()
+    return try state.withLock { $0.takeDelivered() }.rethrowingGet()
   }
 
   /// Ends the iteration: the consumer was cancelled or dropped the iterator.
@@ -135,7 +136,9 @@ where Base.Element: Sendable, C.Duration == Duration {
 
   @inlinable @inline(__always)
   func perform(_ effects: State.Effects) {
-    if let handoff = effects.handoff { handoff.consumer.resume(returning: handoff.result) }
+    if effects.resumesConsumer, let consumer = state.withLock({ $0.resuming.take() }) {
+      consumer.resume()
+    }
     effects.burst.perform(
       startWorkers: { _ in }, arm: { arm($0) },
       install: { handle, generation in
