@@ -111,7 +111,9 @@ struct PostgresRuleTests {
     try await TestDatabase.withQueue("during-run") { queue, _ in
       let log = RunLog()
       let handler: @Sendable (String, String) async throws -> Void = { key, value in
-        try await log.record(key, value) { try await Task.sleep(for: .milliseconds(400)) }
+        // Long enough for the two submissions below to be stored while it runs, even when a
+        // call takes a few hundred milliseconds on a loaded machine.
+        try await log.record(key, value) { try await Task.sleep(for: .milliseconds(1500)) }
       }
       try await queue.withWorker(handler: handler) {
         try await queue.delay("k", for: .zero, value: "one")
