@@ -230,6 +230,17 @@ final class BoundedCall<Result: Sendable>: Sendable {
 
 /// Turns what went wrong in one call into the package's typed error.
 struct CallFailure: Sendable {
+  /// A driver error without a server message, by its codes: an underlying `PSQLError` (a
+  /// connection the worker closed, for example) is described by its own code in turn, never by
+  /// postgres-nio's generic description.
+  static func reason(of error: PSQLError) -> String {
+    switch error.underlying {
+    case let inner as PSQLError: "\(error.code): \(reason(of: inner))"
+    case let underlying?: "\(error.code): \(underlying)"
+    case nil: "\(error.code)"
+    }
+  }
+
   var operation: String
   var key: String?
   var endpoint: Endpoint
@@ -264,7 +275,7 @@ struct CallFailure: Sendable {
       return PostgresDelayedPreemptiveQueueError.databaseError(
         operation: operation, sqlState: sqlState, reason: message)
     case let error as PSQLError:
-      let reason = error.underlying.map { "\(error.code): \($0)" } ?? "\(error.code)"
+      let reason = Self.reason(of: error)
       return sent ? unknown("the connection broke: \(reason)") : unreachable(reason)
     default:
       // The pool's own errors (its type is not public) and anything else from the driver.
