@@ -91,6 +91,24 @@ enum TestDatabase {
     }
   }
 
+  /// Runs `work` (a worker) in a task of its own while `body` runs, then cancels it and waits
+  /// for it; when `body` throws, the worker is cancelled and waited for too.
+  static func whileWorking<Result: Sendable>(
+    _ work: @escaping @Sendable () async throws -> Void, _ body: () async throws -> Result
+  ) async throws -> Result {
+    let worker = Task { try await work() }
+    do {
+      let result = try await body()
+      worker.cancel()
+      try await worker.value
+      return result
+    } catch {
+      worker.cancel()
+      _ = try? await worker.value
+      throw error
+    }
+  }
+
   /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
   static func eventually(
     within timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
@@ -166,16 +184,7 @@ extension PostgresDelayedPreemptiveQueue {
     concurrency: Int = 4, handler: @escaping @Sendable (String, Value) async throws -> Void,
     _ body: () async throws -> Result
   ) async throws -> Result {
-    let worker = Task { try await run(concurrency: concurrency, handler: handler) }
-    do {
-      let result = try await body()
-      worker.cancel()
-      try await worker.value
-      return result
-    } catch {
-      worker.cancel()
-      _ = try? await worker.value
-      throw error
-    }
+    try await TestDatabase.whileWorking(
+      { try await run(concurrency: concurrency, handler: handler) }, body)
   }
 }

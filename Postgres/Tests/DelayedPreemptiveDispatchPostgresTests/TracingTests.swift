@@ -499,16 +499,7 @@ struct PostgresTracingTests {
     handler: @escaping @Sendable (PostgresBurstRun<String>) async throws -> Void,
     _ body: () async throws -> Void
   ) async throws {
-    let worker = Task { try await queue.run(handler: handler) }
-    do {
-      try await body()
-      worker.cancel()
-      try await worker.value
-    } catch {
-      worker.cancel()
-      _ = try? await worker.value
-      throw error
-    }
+    try await TestDatabase.whileWorking({ try await queue.run(handler: handler) }, body)
   }
 
   static func runSpans(_ tracer: InMemoryTracer, _ queue: PostgresDelayedPreemptiveQueue<String>)

@@ -146,15 +146,7 @@ struct PostgresTransactionalHandlerTests {
       Void,
     body: () async throws -> Void
   ) async throws {
-    let worker = Task { try await queue.run(transactionalHandler: handler) }
-    do {
-      try await body()
-      worker.cancel()
-      try await worker.value
-    } catch {
-      worker.cancel()
-      _ = try? await worker.value
-      throw error
-    }
+    try await TestDatabase.whileWorking(
+      { try await queue.run(transactionalHandler: handler) }, body)
   }
 }
