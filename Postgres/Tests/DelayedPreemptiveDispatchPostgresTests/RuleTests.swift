@@ -54,17 +54,21 @@ struct PostgresRuleTests {
     { queue, _ in
       let log = RunLog()
       try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
+        // Each submission asks for 1 s, so each one would move the deadline 1 s past itself:
+        // without maxWait, submissions every 40 ms for 3 s would not let it run before 4 s. A
+        // delay longer than maxWait also keeps the lower bound true on a loaded machine, where
+        // a call can take 200 ms: with 200 ms delays, such a gap let the burst run at its own
+        // deadline, before maxWait (CI saw a run 0.276 s after the first call).
         let start = Date()
         var sent = 0
-        while Date().timeIntervalSince(start) < 1.5 {
+        while Date().timeIntervalSince(start) < 3 {
           if await log.count("k") > 0 { break }
           sent += 1
-          try await queue.delay("k", for: .milliseconds(200), value: "v\(sent)")
+          try await queue.delay("k", for: .seconds(1), value: "v\(sent)")
           try await Task.sleep(for: .milliseconds(40))
         }
         #expect(try await TestDatabase.eventually { await log.count("k") >= 1 })
         let run = try #require(await log.all.first)
-        // Without maxWait, submissions every 40 ms with 200 ms delays would never let it run.
         #expect(run.started.timeIntervalSince(start) >= 0.3)
         #expect(run.started.timeIntervalSince(start) < 0.3 + Self.late)
       }
