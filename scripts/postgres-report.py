@@ -134,6 +134,19 @@ def section(runs):
     lines.append(
         f"| `delay`, 1 producer ≥ 0.8× the client floor from 1 producer | "
         f"{cell(to_floor, 2, '×')} | {verdict(to_floor, lambda r: r >= 0.8)} |")
+    to_statement = ratios(runs, value_of(OURS, "submit", mix="distinct", producers=1),
+                          value_of(OURS, "statement-floor", producers=1))
+    if to_statement:
+        lines.append(
+            f"| (beside it: `delay`, 1 producer, to its own statement sent by hand from 1 producer) | "
+            f"{cell(to_statement, 2, '×')} | the database's share, see below |")
+    to_hand = ratios(runs, value_of(OURS, "transaction", mix="by hand", producers=1),
+                     value_of(OURS, "transaction", mix="delay(on:)", producers=1))
+    if to_hand:
+        lines.append(
+            f"| `delay(on:)` in a one-statement transaction within 1.25× of the statement sent by "
+            f"hand (time per call, by hand = 1) | {cell(to_hand, 2, '×')} | "
+            f"{verdict(to_hand, lambda r: r <= 1.25)} |")
     for peer in contenders(runs):
         if peer in (OURS, "pgbench"):
             continue
@@ -171,11 +184,32 @@ def section(runs):
             name = "`delay`" if contender == OURS else contender
             lines.append(f"| {name} | {mix} | " + " | ".join(cell(samples) for samples in row) + " |")
     floors = {count: values(runs, OURS, "floor", producers=count) for count in (1, 8)}
+    statement_floors = {count: values(runs, OURS, "statement-floor", producers=count)
+                        for count in (1, 8)}
+    transactions = {way: values(runs, OURS, "transaction", mix=way, producers=1)
+                    for way in ("delay(on:)", "by hand")}
     lines += [
         "",
         "Client floor, producers each sending `SELECT 1` through `PostgresClient` one after "
         "another: " + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
                                 for count, samples in floors.items() if samples) + ".",
+    ]
+    if any(statement_floors.values()):
+        lines += [
+            "",
+            "Statement floor, producers each sending `delay`'s own statement by hand (`dpd_submit` "
+            "with one submission, prepared, through `PostgresClient.execute`): "
+            + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
+                        for count, samples in statement_floors.items() if samples) + ".",
+        ]
+    if any(transactions.values()):
+        lines += [
+            "",
+            "One submission per transaction (`PostgresClient.withTransaction`), one producer: "
+            + ", ".join(f"{way} {cell(samples)} /s" for way, samples in transactions.items() if samples)
+            + ".",
+        ]
+    lines += [
         "",
         "| drain of 10⁵ due keys, 3 worker processes | runs/s | how |",
         "|---|--:|---|",
@@ -198,7 +232,8 @@ def section(runs):
     for contender in contenders(runs):
         figures = sorted({entry["figure"] for run in runs for entry in run
                           if entry.get("contender", OURS) == contender
-                          and entry.get("figure") not in ("submit", "drain", "lateness", "floor", "load")})
+                          and entry.get("figure") not in ("submit", "drain", "lateness", "floor", "load",
+                                                          "statement-floor", "transaction")})
         for figure in figures:
             samples = values(runs, contender, figure)
             entry = next(entry for run in runs for entry in run

@@ -75,21 +75,35 @@ extension PostgresDelayedPreemptiveQueue {
           }
           call.onWithdraw(.spare) { spareWork.cancel() }
         }
-        let timer = Task {
-          let start = ContinuousClock.now
-          if let probe, limit > Self.probeDelay {
-            guard await sleep(for: Self.probeDelay) else { return }
-            if call.isWaiting,
-              let found = await probe.failure(within: limit - (ContinuousClock.now - start))
-            {
-              call.giveUp(unsent: failure.unreachable(found.reason), sent: nil)
-            }
-          }
-          guard await sleep(until: start + limit) else { return }
-          let reason = "no answer within \(connectionTimeout)"
+        // The bound: timers on an event loop, which cost no task and no hop unless they fire
+        // (a call that ends in time cancels them), so that a call adds no task of its own
+        // beside the one that waits for the driver.
+        let loop = Self.timerLoop
+        let start = ContinuousClock.now
+        let reason = "no answer within \(connectionTimeout)"
+        let timeout = loop.scheduleTask(in: TimeAmount(limit)) {
           call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
         }
-        call.onEnd { timer.cancel() }
+        // After `probeDelay` without a connection, the probe asks the server why there is none.
+        let probing = Locked<Task<Void, Never>?>(nil)
+        let probeTimer = probe.flatMap { probe in
+          limit > Self.probeDelay
+            ? loop.scheduleTask(in: TimeAmount(Self.probeDelay)) {
+              guard call.isWaiting else { return }
+              let asking = Task {
+                let left = limit - (ContinuousClock.now - start)
+                if call.isWaiting, let found = await probe.failure(within: left) {
+                  call.giveUp(unsent: failure.unreachable(found.reason), sent: nil)
+                }
+              }
+              probing.withLock { $0 = asking }
+            } : nil
+        }
+        call.onEnd {
+          timeout.cancel()
+          probeTimer?.cancel()
+          probing.withLock { $0 }?.cancel()
+        }
       }
     } onCancel: {
       if cancellable { call.giveUp(unsent: CancellationError(), sent: nil) }
@@ -110,21 +124,27 @@ extension PostgresDelayedPreemptiveQueue {
 
   /// How long a call waits for a connection before the probe asks the server why it has none.
   static var probeDelay: Duration { .milliseconds(500) }
+
+  /// The event loop whose timers bound the calls (the group `PostgresClient` uses by default).
+  static var timerLoop: any EventLoop { MultiThreadedEventLoopGroup.singleton.any() }
+}
+
+extension TimeAmount {
+  /// `duration`, to the nanosecond; at most 285 years (what `TimeAmount` holds), at least zero.
+  init(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    guard seconds < 9_000_000_000 else {
+      self = .seconds(9_000_000_000)
+      return
+    }
+    self = .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+  }
 }
 
 /// Sleeps; returns false when cancelled.
 private func sleep(for duration: Duration) async -> Bool {
   do {
     try await Task.sleep(for: duration)
-    return true
-  } catch {
-    return false
-  }
-}
-
-private func sleep(until instant: ContinuousClock.Instant) async -> Bool {
-  do {
-    try await Task.sleep(until: instant, clock: .continuous)
     return true
   } catch {
     return false

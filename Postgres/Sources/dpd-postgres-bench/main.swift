@@ -7,13 +7,18 @@
 //   Postgres/.build/release/dpd-postgres-bench --pgbench-script NAME   # prints pgbench's script
 //
 // 0. client floor: 1 and 8 producers sending `SELECT 1` through `PostgresClient`, each awaiting
-//    its calls one after another: what `delay` from as many producers compares with.
+//    its calls one after another: what `delay` from as many producers compares with; and the
+//    statement floor: the same producers sending `delay`'s own statement by hand (a call of
+//    `dpd_submit` with one submission, prepared, through `PostgresClient.execute`): what the
+//    database's work for one submission adds to the client's round trip.
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
 // 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-worker processes (runs/s).
 // 3. lateness: deadline to handler start, one worker, 300 keys with 20 ms delays, on an idle
 //    queue and while 64 producers submit.
+// 4. transaction: one producer, each call a transaction of one submission
+//    (`PostgresClient.withTransaction`): `delay(on:)` against the same statement sent by hand.
 // scripts/postgres-bench.sh runs this on a fresh server, then pgbench with `delay`'s statement
 // and the peers, three times.
 import DelayedPreemptiveDispatchPostgres
@@ -58,9 +63,13 @@ let producerCounts = (ProcessInfo.processInfo.environment["DPD_BENCH_PRODUCERS"]
   .split(separator: ",").compactMap { Int($0) }
 /// Which parts run (DPD_BENCH_PARTS, comma-separated; default all of them).
 let parts = Set(
-  (ProcessInfo.processInfo.environment["DPD_BENCH_PARTS"] ?? "floor,submit,drain,lateness")
+  (ProcessInfo.processInfo.environment["DPD_BENCH_PARTS"]
+    ?? "floor,submit,drain,lateness,transaction")
     .split(separator: ",").map(String.init))
 
+/// A logger that discards every line, for the calls sent by hand. (Defined before the parts: a
+/// global of this file exists once the top-level code has reached it.)
+let silentLogger = PostgresDelayedPreemptiveQueue<Double>.silentLogger
 let configuration = try PostgresURL.configuration(url)
 let client = PostgresClient(configuration: configuration)
 let clientRun = Task { await client.run() }
@@ -83,6 +92,8 @@ struct Figure: Encodable {
   var p99: Double?
   var max: Double?
   var samples: Int?
+  /// This process's CPU time per call, in microseconds (see `lastCPUPerCall`).
+  var cpuPerCall: Double?
   var note: String?
 }
 
@@ -101,11 +112,29 @@ func seconds(_ duration: Duration) -> Double {
   Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
+/// The CPU time this process has used so far (user and system), in microseconds.
+func processCPUMicroseconds() -> Double {
+  var usage = rusage()
+  #if canImport(Glibc)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+  #else
+    getrusage(RUSAGE_SELF, &usage)
+  #endif
+  func micro(_ time: timeval) -> Double { Double(time.tv_sec) * 1e6 + Double(time.tv_usec) }
+  return micro(usage.ru_utime) + micro(usage.ru_stime)
+}
+
+/// The client CPU time per call of the last `rate` point, in microseconds: this process's user
+/// and system time (the package's work, the driver's, and the hops between threads) divided by
+/// the calls. Steadier than the rate on a loaded machine, where the rate also measures waiting.
+nonisolated(unsafe) var lastCPUPerCall = 0.0
+
 /// Runs `producers` tasks that each call `body` one call after another until `pointSeconds`
 /// have passed; returns the calls per second.
 func rate(producers: Int, _ body: @escaping @Sendable (Int, Int) async throws -> Void) async throws
   -> Double
 {
+  let cpuStart = processCPUMicroseconds()
   let start = ContinuousClock.now
   let end = start + .seconds(pointSeconds)
   let calls = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -121,7 +150,9 @@ func rate(producers: Int, _ body: @escaping @Sendable (Int, Int) async throws ->
     }
     return try await group.reduce(0, +)
   }
-  return Double(calls) / seconds(ContinuousClock.now - start)
+  let elapsed = seconds(ContinuousClock.now - start)
+  lastCPUPerCall = (processCPUMicroseconds() - cpuStart) / Double(max(calls, 1))
+  return Double(calls) / elapsed
 }
 
 func reset() async throws {
@@ -139,8 +170,29 @@ if parts.contains("floor") {
     let floor = try await rate(producers: producers) { _, _ in
       try await client.query("SELECT 1")
     }
-    progress(String(format: "client floor %d producers: %.0f/s", producers, floor))
-    emit(Figure(figure: "floor", producers: producers, value: floor, unit: "/s"))
+    progress(
+      String(
+        format: "client floor %d producers: %.0f/s, %.1f µs CPU a call", producers, floor,
+        lastCPUPerCall))
+    emit(
+      Figure(
+        figure: "floor", producers: producers, value: floor, unit: "/s",
+        cpuPerCall: lastCPUPerCall))
+  }
+  for producers in [1, 8] {
+    let floor = try await rate(producers: producers) { producer, index in
+      try await submitByHand(HandSentSubmission(key: "s\(producer)-\(index)"))
+    }
+    progress(
+      String(
+        format: "statement floor %d producers: %.0f/s, %.1f µs CPU a call", producers, floor,
+        lastCPUPerCall))
+    emit(
+      Figure(
+        figure: "statement-floor", producers: producers, value: floor, unit: "/s",
+        cpuPerCall: lastCPUPerCall,
+        note: "dpd_submit with one submission, prepared, sent by hand through PostgresClient"))
+    try await reset()
   }
 }
 
@@ -155,8 +207,14 @@ if parts.contains("submit") {
           ? "hot-\((producer + index / 10) % 100)" : "p\(producer)-\(index)"
         try await submitQueue.delay(key, for: .seconds(3600), value: 1)
       }
-      progress(String(format: "submit %@ %d producers: %.0f/s", mix, producers, rate))
-      emit(Figure(figure: "submit", mix: mix, producers: producers, value: rate, unit: "/s"))
+      progress(
+        String(
+          format: "submit %@ %d producers: %.0f/s, %.1f µs CPU a call", mix, producers, rate,
+          lastCPUPerCall))
+      emit(
+        Figure(
+          figure: "submit", mix: mix, producers: producers, value: rate, unit: "/s",
+          cpuPerCall: lastCPUPerCall))
       try await reset()
     }
   }
@@ -289,7 +347,70 @@ if parts.contains("lateness") {
   }
 }
 
+// 4. one submission in a transaction of its own, from one producer: `delay(on:)` against the
+// same statement sent by hand on the transaction's connection.
+if parts.contains("transaction") {
+  let transactionQueue = queue("bench-transaction")
+  try await transactionQueue.migrate()
+  for way in ["delay(on:)", "by hand"] {
+    let rate = try await rate(producers: 1) { _, index in
+      try await client.withTransaction(logger: silentLogger) { connection in
+        if way == "by hand" {
+          let statement = HandSentSubmission(name: "bench-transaction", key: "t\(index)")
+          for try await _ in try await connection.execute(statement, logger: silentLogger) {}
+        } else {
+          try await transactionQueue.delay(
+            "t\(index)", for: .seconds(3600), value: 1, on: connection)
+        }
+      }
+    }
+    progress(
+      String(format: "transaction, %@: %.0f/s, %.1f µs CPU a call", way, rate, lastCPUPerCall))
+    emit(
+      Figure(
+        figure: "transaction", mix: way, producers: 1, value: rate, unit: "/s",
+        cpuPerCall: lastCPUPerCall,
+        note: "one submission per transaction (PostgresClient.withTransaction), one producer"))
+    try await reset()
+  }
+}
+
 clientRun.cancel()
+
+/// `delay`'s statement for one submission, written here by hand as a service would send it
+/// itself: a call of the database's `dpd_submit` (the function the package installs), prepared,
+/// with the bindings of a one-hour delay, `.extend`, no `maxWait`, no `maxSubmissions`,
+/// `.replace`, no spacing and no trace context.
+struct HandSentSubmission: PostgresPreparedStatement {
+  typealias Row = Bool
+  static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool, .float8,
+  ]
+  var name = "bench-statement"
+  var key: String
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 9)
+    bindings.append(name)
+    bindings.append([key])
+    bindings.append(["1"])
+    bindings.append([3_600_000.0])
+    bindings.append(false)
+    bindings.appendNull()
+    bindings.appendNull()
+    bindings.append(false)
+    bindings.append(0.0)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// Sends `statement` on a connection of the pool and reads its row.
+@Sendable func submitByHand(_ statement: HandSentSubmission) async throws {
+  for try await _ in try await client.execute(statement, logger: silentLogger) {}
+}
 
 actor LatenessLog {
   var values: [Double] = []
