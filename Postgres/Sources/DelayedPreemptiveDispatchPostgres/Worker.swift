@@ -463,7 +463,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     while !Task.isCancelled {
       do {
         try await queue.client.withConnection { connection in
-          try await connection.listen(on: wakeChannel) { notifications in
+          try await connection.listen(on: SQLFragment.wakeChannel) { notifications in
             await doorbell.ring()  // anything due meanwhile is found by the next claim
             outage.ended()
             for try await notification in notifications where notification.payload == queue.name {

@@ -25,7 +25,7 @@ struct CancelStatement: PostgresPreparedStatement {
           coalesce(last_start + \(spacing) * interval '1 millisecond' > clock_timestamp(), false)
             AS rests
         FROM dpd_bursts
-        WHERE name = \(name) AND key = \(key) AND claim IS NULL AND NOT failed AND NOT idle
+        WHERE name = \(name) AND key = \(key) AND claim IS NULL AND \(SQLFragment.holdsWork)
         FOR UPDATE
       ), waiting AS (
         DELETE FROM dpd_bursts AS b USING cancelled AS c
@@ -38,7 +38,7 @@ struct CancelStatement: PostgresPreparedStatement {
         WHERE b.name = \(name) AND b.key = c.key AND c.rests RETURNING 1
       ), behind AS (
         UPDATE dpd_bursts SET claimed_generation = generation, later = '[]'::jsonb,
-          \(headAloneAgain)
+          \(SQLFragment.headAloneAgain)
         WHERE name = \(name) AND key = \(key) AND claim IS NOT NULL
           AND later <> '[]'::jsonb
         RETURNING 1

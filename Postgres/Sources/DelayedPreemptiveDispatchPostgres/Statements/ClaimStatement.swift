@@ -34,7 +34,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         claim IS NOT NULL AND attempts >= $5 AS exhausted, attempts, value, later, submissions,
         traces
       FROM dpd_bursts
-      WHERE name = $1 AND NOT failed AND NOT idle AND due_at <= clock_timestamp()
+      WHERE name = $1 AND \(SQLFragment.holdsWork) AND due_at <= clock_timestamp()
       ORDER BY due_at
       LIMIT $2
       FOR UPDATE SKIP LOCKED
@@ -42,7 +42,7 @@ struct ClaimStatement: PostgresPreparedStatement {
       INSERT INTO dpd_failures (name, key, value, attempts, last_error, traces)
       SELECT $1, due.key, due.value, due.attempts,
         'its last run never ended (its worker died or lost its lease); ' || due.attempts
-          || ' runs in all', \(keptTraceRecord("due"))
+          || ' runs in all', \(SQLFragment.keptTraceRecord("due"))
       FROM due WHERE due.exhausted
       ORDER BY due.key
     ), expired AS (
@@ -68,8 +68,9 @@ struct ClaimStatement: PostgresPreparedStatement {
       fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
       attempts = CASE WHEN \(exhausted) THEN 0 ELSE b.attempts + 1 END,
       last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE clock_timestamp() END,
-      due_at = CASE WHEN \(givesWay) THEN greatest(\(nextHeadDue), \(spacedFrom("$6")))
-        WHEN \(exhausted) THEN greatest(clock_timestamp(), \(spacedFrom("$6")))
+      due_at = CASE
+        WHEN \(givesWay) THEN greatest(\(SQLFragment.nextHeadDue), \(SQLFragment.spacedFrom("$6")))
+        WHEN \(exhausted) THEN greatest(clock_timestamp(), \(SQLFragment.spacedFrom("$6")))
         ELSE clock_timestamp() + greatest($4, $6) * interval '1 millisecond' END
     FROM due WHERE b.name = $1 AND b.key = due.key
     RETURNING b.key, b.value::text, b.claim,
@@ -77,7 +78,7 @@ struct ClaimStatement: PostgresPreparedStatement {
       b.claim IS NULL AND b.idle,
       due.taken_over,
       (extract(epoch FROM clock_timestamp()
-        - greatest(b.deadline, \(spacedFrom("$6", row: "due")))) * 1000)::float8,
+        - greatest(b.deadline, \(SQLFragment.spacedFrom("$6", row: "due")))) * 1000)::float8,
       (b.traces -> 0 -> 'contexts')::text,
       coalesce((b.traces -> 0 ->> 'count')::int8,
         CASE WHEN b.later = '[]'::jsonb THEN b.submissions ELSE 1 END)

@@ -41,7 +41,7 @@ struct DelayStatement: PostgresPreparedStatement {
   static func upsertSQL(tracingContexts: Bool) -> String {
     """
     WITH earliest AS (
-      SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND NOT failed AND NOT idle
+      SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     ), upserted AS (
       INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted\(
         tracingContexts ? ", traces" : ""))
@@ -71,20 +71,25 @@ struct DelayStatement: PostgresPreparedStatement {
           ELSE b.first_submitted END,
         deadline = \(newestDeadline),
         due_at = CASE WHEN \(fresh) OR \(intoHead)
-          THEN greatest(\(newestDeadline), \(spacedFrom("$9"))) ELSE b.due_at END,
+          THEN greatest(\(newestDeadline), \(SQLFragment.spacedFrom("$9"))) ELSE b.due_at END,
         attempts = CASE WHEN \(fresh) THEN 0 ELSE b.attempts END,
         last_error = CASE WHEN \(fresh) THEN NULL ELSE b.last_error END,
         failed = false,
         idle = false
       RETURNING b.due_at, b.claim IS NULL AS waiting
     )
-    SELECT CASE WHEN EXISTS (
+    SELECT \(SQLFragment.wakingWorkers(of: "$1", when: wakes, value: "true", otherwise: "false"))
+    """
+  }
+
+  /// The batch made a waiting burst due earlier than every deadline the workers know of, or
+  /// the earliest one is due within ``claimRaceMargin``.
+  private static let wakes = """
+    EXISTS (
         SELECT 1 FROM upserted, earliest
         WHERE upserted.waiting AND (upserted.due_at < coalesce(earliest.at, 'infinity')
           OR earliest.at < clock_timestamp() + interval '\(claimRaceMargin)'))
-      THEN (SELECT true FROM pg_notify('\(wakeChannel)', $1)) ELSE false END
     """
-  }
 
   /// A submission also notifies when the earliest pending deadline is this close, or past. A
   /// worker about to claim that burst reads the next deadline right after its claim, from a
@@ -94,15 +99,13 @@ struct DelayStatement: PostgresPreparedStatement {
   /// `safetyPoll` bounds the wait.
   static let claimRaceMargin = "250 milliseconds"
 
-  /// The row holds no burst: a row kept only for the spacing (`idle`), or a failure kept by a
-  /// replica of schema version 5 (`failed`; this version keeps none there). The submission
-  /// makes it a fresh burst.
-  private static let fresh = "(b.failed OR b.idle)"
+  /// The row holds no burst: the submission makes it a fresh burst.
+  private static let fresh = SQLFragment.holdsNoBurst
   /// The newest burst has received `maxSubmissions`: it takes no more.
   private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"
   /// The head has been claimed: it runs, or it ran and waits for its retry (P17: a submission
   /// during the retry's backoff never joins the failed head, whose value stays its own).
-  private static let headClaimed = "(b.claim IS NOT NULL OR b.attempts > 0)"
+  private static let headClaimed = SQLFragment.headClaimed
   /// The submission joins the head, which is the newest burst, waiting for its first run and not
   /// full.
   private static let intoHead =

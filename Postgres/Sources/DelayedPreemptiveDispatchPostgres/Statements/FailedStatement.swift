@@ -30,15 +30,12 @@ struct FailedStatement: PostgresPreparedStatement {
 
   static let sql = """
     WITH ended AS (
-      SELECT b.key, b.value, b.attempts, \(keptTraceRecord("b")) AS kept_trace,
+      SELECT b.key, b.value, b.attempts, \(SQLFragment.keptTraceRecord("b")) AS kept_trace,
         \(spent) AS spent, b.later = '[]'::jsonb AS alone,
         b.later <> '[]'::jsonb AND NOT $7 AND NOT \(spent) AS gives_way,
-        b.later -> 0 AS next_value, b.later - 0 AS next_later, b.traces - 0 AS next_traces,
         CASE WHEN b.later = '[]'::jsonb THEN \(retryAt) ELSE b.deadline END AS retry_deadline,
         greatest(\(retryAt), \(spacedUntil)) AS retry_due,
-        greatest(\(nextHeadDue), \(spacedUntil)) AS next_due,
-        \(started) AS started, \(spacedUntil) AS spaced_until,
-        $8 > 0 AND coalesce(\(spacedUntil) > clock_timestamp(), false) AS rests
+        \(SQLFragment.endOfRun(since: "$9", spacing: "$8"))
       FROM dpd_bursts AS b
       WHERE b.name = $1 AND b.key = $2 AND b.claim = $3
       FOR UPDATE
@@ -52,22 +49,19 @@ struct FailedStatement: PostgresPreparedStatement {
         AND NOT ended.rests
       RETURNING 1 AS outcome
     ), rested AS (
-      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, last_error = NULL, value = 'null'::jsonb, submissions = 0, idle = true,
-        traces = '[]'::jsonb, last_start = ended.started, due_at = ended.spaced_until
+      UPDATE dpd_bursts AS b SET \(SQLFragment.restingAfterRun("ended"))
       FROM ended
       WHERE b.name = $1 AND b.key = ended.key AND ended.spent AND ended.alone AND ended.rests
       RETURNING 1 AS outcome
     ), next AS (
-      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, last_error = NULL, value = ended.next_value, later = ended.next_later,
-        traces = ended.next_traces, due_at = ended.next_due, last_start = ended.started
+      UPDATE dpd_bursts AS b SET \(SQLFragment.nextHeadAfterRun("ended")),
+        last_error = NULL
       FROM ended
       WHERE b.name = $1 AND b.key = ended.key AND NOT ended.alone
         AND (ended.spent OR ended.gives_way)
       RETURNING CASE WHEN ended.spent THEN 1 ELSE 2 END AS outcome
     ), retried AS (
-      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
+      UPDATE dpd_bursts AS b SET \(SQLFragment.releasedClaim),
         last_error = $6, deadline = ended.retry_deadline, due_at = ended.retry_due,
         last_start = ended.started
       FROM ended
@@ -83,9 +77,8 @@ struct FailedStatement: PostgresPreparedStatement {
   private static let retryAt =
     "clock_timestamp() + least($5 * power(2, greatest(b.attempts - 1, 0)), 300000) "
     + "* interval '1 millisecond'"
-  private static let started = handlerStart(since: "$9")
   /// The end of `minimumSpacing` after the failed run's start.
-  private static let spacedUntil = "(\(started) + $8 * interval '1 millisecond')"
+  private static let spacedUntil = SQLFragment.spacedAfterRun(since: "$9", spacing: "$8")
   static let bindingDataTypes: [PostgresDataType] = [
     .text, .text, .uuid, .int8, .float8, .text, .bool, .float8, .float8,
   ]

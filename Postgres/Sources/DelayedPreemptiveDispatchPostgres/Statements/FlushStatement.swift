@@ -20,12 +20,12 @@ struct FlushStatement: PostgresPreparedStatement {
     WITH flushed AS (
         UPDATE dpd_bursts SET deadline = clock_timestamp(), last_start = NULL,
           due_at = CASE WHEN claim IS NULL THEN clock_timestamp() ELSE due_at END
-        WHERE name = \(name) AND key = \(key) AND NOT failed AND NOT idle
+        WHERE name = \(name) AND key = \(key) AND \(SQLFragment.holdsWork)
           AND (claim IS NULL OR later <> '[]'::jsonb)
         RETURNING 1
       )
-      SELECT CASE WHEN EXISTS (SELECT 1 FROM flushed)
-        THEN (SELECT true FROM pg_notify('\(wakeChannel)', \(name))) ELSE false END
+      SELECT \(SQLFragment.wakingWorkers(
+        of: name, when: "EXISTS (SELECT 1 FROM flushed)", value: "true", otherwise: "false"))
     """
   }
 

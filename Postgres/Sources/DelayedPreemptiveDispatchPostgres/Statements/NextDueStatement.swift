@@ -9,7 +9,7 @@ struct NextDueStatement: PostgresPreparedStatement {
 
   static let sql = """
     SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::float8
-    FROM dpd_bursts WHERE name = $1 AND NOT failed AND NOT idle
+    FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     """
   static let bindingDataTypes: [PostgresDataType] = [.text]
 

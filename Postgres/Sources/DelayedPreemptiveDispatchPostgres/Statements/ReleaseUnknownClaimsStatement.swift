@@ -11,7 +11,7 @@ struct ReleaseUnknownClaimsStatement: PostgresPreparedStatement {
   typealias Row = String
 
   static let sql = """
-    UPDATE dpd_bursts SET claim = NULL, owner = NULL, claimed_generation = NULL,
+    UPDATE dpd_bursts SET \(SQLFragment.releasedClaim),
       attempts = greatest(attempts - 1, 0), due_at = least(due_at, clock_timestamp())
     WHERE name = $1 AND owner = $2 AND claim IS NOT NULL AND NOT (claim = ANY($3))
     RETURNING key

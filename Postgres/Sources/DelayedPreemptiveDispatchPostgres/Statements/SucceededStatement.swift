@@ -28,10 +28,7 @@ struct SucceededStatement: PostgresPreparedStatement {
   static let sql = """
     WITH done AS (
       SELECT b.key, b.claim, b.later = '[]'::jsonb AS finished,
-        b.later -> 0 AS next_value, b.later - 0 AS next_later, \(started) AS started,
-        b.traces - 0 AS next_traces,
-        greatest(\(nextHeadDue), \(spacedUntil)) AS next_due, \(spacedUntil) AS spaced_until,
-        $4 > 0 AND coalesce(\(spacedUntil) > clock_timestamp(), false) AS rests
+        \(SQLFragment.endOfRun(since: "d.since_start", spacing: "$4"))
       FROM dpd_bursts AS b,
         unnest($2::text[], $3::uuid[], $5::float8[]) AS d(key, claim, since_start)
       WHERE b.name = $1 AND b.key = d.key AND b.claim = d.claim
@@ -42,17 +39,12 @@ struct SucceededStatement: PostgresPreparedStatement {
       WHERE b.name = $1 AND b.key = done.key AND done.finished AND NOT done.rests
       RETURNING done.claim
     ), rested AS (
-      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, last_error = NULL, value = 'null'::jsonb, submissions = 0, idle = true,
-        traces = '[]'::jsonb,
-        last_start = done.started, due_at = done.spaced_until
+      UPDATE dpd_bursts AS b SET \(SQLFragment.restingAfterRun("done"))
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND done.finished AND done.rests
       RETURNING done.claim
     ), released AS (
-      UPDATE dpd_bursts AS b SET claim = NULL, owner = NULL, claimed_generation = NULL,
-        attempts = 0, value = done.next_value, later = done.next_later, due_at = done.next_due,
-        traces = done.next_traces, last_start = done.started
+      UPDATE dpd_bursts AS b SET \(SQLFragment.nextHeadAfterRun("done"))
       FROM done
       WHERE b.name = $1 AND b.key = done.key AND NOT done.finished
       RETURNING done.claim
@@ -60,8 +52,6 @@ struct SucceededStatement: PostgresPreparedStatement {
     SELECT claim FROM deleted UNION ALL SELECT claim FROM rested
     UNION ALL SELECT claim FROM released
     """
-  private static let started = handlerStart(since: "d.since_start")
-  private static let spacedUntil = "(\(started) + $4 * interval '1 millisecond')"
   static let bindingDataTypes: [PostgresDataType] = [
     .text, .textArray, .uuidArray, .float8, .float8Array,
   ]

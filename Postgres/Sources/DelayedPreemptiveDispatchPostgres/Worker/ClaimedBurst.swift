@@ -25,7 +25,7 @@ struct ClaimedBurst: Sendable {
   var traceContexts: String? = nil
   /// When the run's handler started, on the worker's clock; nil while it has not (or when it
   /// never did: its value did not decode). The run's end moves `last_start` from the claim to
-  /// this instant (see `handlerStart(since:)`), so that `minimumSpacing` counts from the
+  /// this instant (see `SQLFragment.handlerStart(since:)`), so that `minimumSpacing` counts from the
   /// handler's start.
   var handlerStarted: ContinuousClock.Instant?
   /// The stored value did not decode as the queue's `Value`: the run is kept as a failure at
