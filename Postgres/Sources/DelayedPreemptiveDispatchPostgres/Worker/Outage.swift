@@ -1,0 +1,51 @@
+import Logging
+
+/// One loop's view of an outage: a backoff that starts at 100 ms and doubles up to `cap`, a
+/// warning when the outage starts and a notice when it ends. An error that is no outage (the
+/// database refused the statement for its data, or for another reason that waiting cannot heal)
+/// is a defect: it is logged at error level, each time, and counted, and waits the same backoff.
+struct Outage {
+  let what: String
+  /// The label of the statement the loop sends, for the defects metric.
+  let statement: String
+  let cap: Duration
+  let logger: Logger
+  private var backoff: Duration?
+  private var started: ContinuousClock.Instant?
+
+  /// Whether the loop is in an outage: a call failed for it, and none succeeded since.
+  var isOngoing: Bool { started != nil }
+
+  init(what: String, statement: String, cap: Duration, logger: Logger) {
+    self.what = what
+    self.statement = statement
+    self.cap = cap
+    self.logger = logger
+  }
+
+  /// Returns how long to wait before the next try.
+  mutating func failed(_ error: any Error, defects: QueueMetrics) -> Duration {
+    let kind = (error as? PostgresDelayedPreemptiveQueueError)?.kind ?? .outage
+    if kind != .outage && kind != .conflict {
+      defects.defect(in: statement)
+      logger.error(
+        "the database refused \(statement) while \(what), a defect of this package: \(error)",
+        metadata: ["dpd.statement": "\(statement)"])
+    } else if started == nil {
+      started = .now
+      logger.warning("database unavailable while \(what); retrying: \(error)")
+    } else {
+      logger.debug("still unavailable while \(what): \(error)")
+    }
+    let next = min((backoff ?? .milliseconds(50)) * 2, cap)
+    backoff = next
+    return next
+  }
+
+  mutating func ended() {
+    guard let started else { return }
+    logger.notice("database available again for \(what) after \(ContinuousClock.now - started)")
+    self.started = nil
+    backoff = nil
+  }
+}
