@@ -20,7 +20,7 @@ extension Worker {
   func claimLoop(doorbell: Doorbell) async throws {
     var failure: (any Error)?
     var outage = Outage(
-      what: "claiming", statement: "claim", cap: queue.outageBackoff, logger: logger)
+      what: "claiming", cap: queue.outageBackoff, logger: logger)
     var state = ClaimState()
     await withTaskGroup(of: Event.self) { group in
       var sleeping = false

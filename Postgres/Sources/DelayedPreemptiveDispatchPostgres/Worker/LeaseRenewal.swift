@@ -5,7 +5,7 @@ extension Worker {
   func renewLeases() async {
     let interval = queue.lease / 3
     let outage = Locked(
-      Outage(what: "renewing leases", statement: "renew", cap: queue.outageBackoff, logger: logger))
+      Outage(what: "renewing leases", cap: queue.outageBackoff, logger: logger))
     let renewing = Locked(false)
     while true {
       do {

@@ -4,7 +4,7 @@ extension Worker {
   /// Listens for wake-ups of this queue; reconnects after an error until cancelled.
   func listen(ringing doorbell: Doorbell) async {
     var outage = Outage(
-      what: "listening for wake-ups", statement: "listen", cap: queue.outageBackoff, logger: logger)
+      what: "listening for wake-ups", cap: queue.outageBackoff, logger: logger)
     while !Task.isCancelled {
       do {
         try await queue.client.withConnection { connection in

@@ -72,7 +72,7 @@ extension Worker {
       break
     }
     var outage = Outage(
-      what: "recording a run's end", statement: "complete", cap: queue.outageBackoff, logger: logger
+      what: "recording a run's end", cap: queue.outageBackoff, logger: logger
     )
     if case .failure = result, leases.isLost(burst.claim) {
       leaseLost(burst)
@@ -96,10 +96,11 @@ extension Worker {
         outage.ended()
         return
       } catch let error as PostgresDelayedPreemptiveQueueError
-        where error.kind != .outage && error.kind != .conflict
+        where !error.isTransient
       {
-        let statement = result.isSuccess ? "complete" : "recordFailure"
-        defect(error, in: statement, of: burst)
+        defect(
+          error, in: error.operation ?? (result.isSuccess ? "complete" : "recordFailure"),
+          of: burst)
         return
       } catch {
         if (error as? PostgresDelayedPreemptiveQueueError)?.isUnconfirmed == true {
