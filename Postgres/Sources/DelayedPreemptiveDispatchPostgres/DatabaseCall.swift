@@ -284,7 +284,7 @@ struct CallFailure: Sendable {
       // The server ends sessions when it shuts down or cannot take them: not the call's fault.
       // Once the call was sent, the server may have committed it before it ended the session
       // (a restart's 57P01 arrives after the statement ran), so its outcome is unknown.
-      if sqlState.hasPrefix("08") || sqlState.hasPrefix("57") || sqlState == "53300" {
+      if PostgresDelayedPreemptiveQueueError.Kind(sqlState: sqlState) == .outage {
         let reason = "\(message) (SQLSTATE \(sqlState))"
         return sent ? unknown(reason) : unreachable(reason)
       }

@@ -11,7 +11,7 @@ extension PostgresDelayedPreemptiveQueue {
   func prepareForWork() async throws {
     try await waitForRunningClient()
     var outage = Outage(
-      what: "migrating the schema", statement: "migrate", cap: outageBackoff, logger: logger)
+      what: "migrating the schema", cap: outageBackoff, logger: logger)
     var waiting: SchemaWait?
     while true {
       try Task.checkCancellation()
@@ -21,9 +21,9 @@ extension PostgresDelayedPreemptiveQueue {
         return
       } catch let error as PostgresDelayedPreemptiveQueueError {
         switch error {
-        case _ where error.kind == .outage || error.kind == .conflict:
+        case _ where error.isTransient:
           try await Task.sleep(for: outage.failed(error, defects: metrics))
-        case .databaseError(_, "42501", _):
+        case .databaseError(_, SQLState.insufficientPrivilege, _):
           outage.ended()
           if try await migratedByAnotherRole(refusal: error, waiting: &waiting) { return }
           try await Task.sleep(for: waiting?.nextPause() ?? outageBackoff)
@@ -44,7 +44,8 @@ extension PostgresDelayedPreemptiveQueue {
     let found: Int?
     do {
       found = try await installedSchemaVersion()
-    } catch PostgresDelayedPreemptiveQueueError.databaseError(_, "42501", _) {
+    } catch PostgresDelayedPreemptiveQueueError.databaseError(_, SQLState.insufficientPrivilege, _)
+    {
       let message =
         "this role may neither migrate the schema nor read dpd_schema; the worker claims on the "
         + "schema as it is: \(refusal)"
@@ -77,7 +78,7 @@ extension PostgresDelayedPreemptiveQueue {
       return try await database("schemaVersion") { connection in
         try await connection.scalar(Schema.installedVersion, as: Int.self, logger: logger)
       }
-    } catch PostgresDelayedPreemptiveQueueError.databaseError(_, "42P01", _) {
+    } catch PostgresDelayedPreemptiveQueueError.databaseError(_, SQLState.undefinedTable, _) {
       return nil
     }
   }

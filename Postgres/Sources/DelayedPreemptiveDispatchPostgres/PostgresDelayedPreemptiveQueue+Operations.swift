@@ -32,8 +32,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// sent but not confirmed within `connectionTimeout` (retrying is safe: a second call finds no
   /// failure and returns false); `databaseError` when the database refused it.
   @discardableResult public func retryFailure(_ key: String) async throws -> Bool {
-    let key = try checked(key)
-    return try await retryFailures(selecting: "key = $2", key, key: key) > 0
+    return try await retryFailures(.key(try checked(key))) > 0
   }
 
   /// Runs one kept failure again, by the ``PostgresBurstFailure/id`` that ``failures()`` and
@@ -43,7 +42,7 @@ extension PostgresDelayedPreemptiveQueue {
   ///
   /// Throws as ``retryFailure(_:)`` does, but for the key.
   @discardableResult public func retryFailure(id: Int64) async throws -> Bool {
-    try await retryFailures(selecting: "id = $2", id, key: nil) > 0
+    try await retryFailures(.id(id)) > 0
   }
 
   /// Removes the key's kept failures, with their values and last errors. Returns whether there
@@ -53,8 +52,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// Throws as ``retryFailure(_:)`` does (after an `outcomeUnknown`, a second call is safe: it
   /// returns false if the first one was applied).
   @discardableResult public func discardFailure(_ key: String) async throws -> Bool {
-    let key = try checked(key)
-    return try await discardFailures(selecting: "key = $2", key, key: key) > 0
+    return try await discardFailures(.key(try checked(key))) > 0
   }
 
   /// Removes one kept failure, by its id, as ``discardFailure(_:)`` removes a key's. Returns
@@ -62,56 +60,43 @@ extension PostgresDelayedPreemptiveQueue {
   ///
   /// Throws as ``retryFailure(id:)`` does.
   @discardableResult public func discardFailure(id: Int64) async throws -> Bool {
-    try await discardFailures(selecting: "id = $2", id, key: nil) > 0
+    try await discardFailures(.id(id)) > 0
   }
 
-  /// Retries the kept failures of this queue that `selecting` (a condition on `$2`, `selected`)
-  /// picks, in one statement (see ``RetryFailuresStatement``); returns how many.
-  private func retryFailures<Selected: PostgresEncodable & Sendable>(
-    selecting condition: String, _ selected: Selected, key: String?
-  ) async throws -> Int {
-    var bindings = PostgresBindings(capacity: 3)
-    bindings.append(name)
-    try bindings.append(selected)
-    bindings.append(minimumSpacingMilliseconds)
-    let query = PostgresQuery(
-      unsafeSQL: RetryFailuresStatement.sql(selecting: condition), binds: bindings)
+  /// Retries the kept failures of this queue that `selection` picks, in one statement (see
+  /// ``RetryFailuresStatement``); returns how many.
+  private func retryFailures(_ selection: FailureSelection) async throws -> Int {
+    let query = RetryFailuresStatement(
+      name: name, selection: selection, minimumSpacingMilliseconds: minimumSpacingMilliseconds
+    ).query
     let logger = logger
-    let retried = try await database("retryFailure", key: key) { connection in
+    let retried = try await database("retryFailure", key: selection.key) { connection in
       try await connection.scalar(query, as: Int.self, logger: logger) ?? 0
     }
     if retried > 0 {
       logger.info(
         "kept failure runs again (retryFailure)", metadata: ["dpd.failures": "\(retried)"])
       logger.debug(
-        "retryFailure", metadata: ["dpd.key": "\(key ?? "")", "dpd.failure": "\(selected)"])
+        "retryFailure",
+        metadata: ["dpd.key": "\(selection.key ?? "")", "dpd.failure": "\(selection)"])
     }
     return retried
   }
 
-  /// Deletes the kept failures of this queue that `selecting` picks; returns how many.
-  private func discardFailures<Selected: PostgresEncodable & Sendable>(
-    selecting condition: String, _ selected: Selected, key: String?
-  ) async throws -> Int {
-    var bindings = PostgresBindings(capacity: 2)
-    bindings.append(name)
-    try bindings.append(selected)
-    let query = PostgresQuery(
-      unsafeSQL: """
-        WITH discarded AS (
-          DELETE FROM dpd_failures WHERE name = $1 AND \(condition) RETURNING 1
-        )
-        SELECT count(*) FROM discarded
-        """, binds: bindings)
+  /// Deletes the kept failures of this queue that `selection` picks (see
+  /// ``DiscardFailuresStatement``); returns how many.
+  private func discardFailures(_ selection: FailureSelection) async throws -> Int {
+    let query = DiscardFailuresStatement(name: name, selection: selection).query
     let logger = logger
-    let discarded = try await database("discardFailure", key: key) { connection in
+    let discarded = try await database("discardFailure", key: selection.key) { connection in
       try await connection.scalar(query, as: Int.self, logger: logger) ?? 0
     }
     if discarded > 0 {
       logger.info(
         "kept failure discarded (discardFailure)", metadata: ["dpd.failures": "\(discarded)"])
       logger.debug(
-        "discardFailure", metadata: ["dpd.key": "\(key ?? "")", "dpd.failure": "\(selected)"])
+        "discardFailure",
+        metadata: ["dpd.key": "\(selection.key ?? "")", "dpd.failure": "\(selection)"])
     }
     return discarded
   }
@@ -126,25 +111,9 @@ extension PostgresDelayedPreemptiveQueue {
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`
   /// (``PostgresDelayedPreemptiveQueueError``).
   public func runningBursts() async throws -> [PostgresRunningBurst] {
-    let name = name
+    let statement = RunningBurstsStatement(name: name)
     let logger = logger
-    return try await database("runningBursts") { connection in
-      var bursts: [PostgresRunningBurst] = []
-      let query: PostgresQuery = """
-        SELECT key, coalesce(owner, ''), attempts, coalesce(fence, 0),
-          (extract(epoch FROM due_at - clock_timestamp()) * 1000)::float8
-        FROM dpd_bursts WHERE name = \(name) AND claim IS NOT NULL AND NOT failed ORDER BY key
-        """
-      for try await row in try await connection.query(query, logger: logger) {
-        let (key, owner, attempt, fence, leftMilliseconds) = try row.decode(
-          (String, String, Int, Int64, Double).self)
-        bursts.append(
-          PostgresRunningBurst(
-            key: key, owner: owner, attempt: attempt, fence: fence,
-            leaseLeft: .milliseconds(leftMilliseconds)))
-      }
-      return bursts
-    }
+    return try await database("runningBursts") { try await $0.rows(statement, logger: logger) }
   }
 
   /// Every kept failure with its stored JSON (PostgreSQL's `jsonb` text), whatever `Value` is,
@@ -155,23 +124,9 @@ extension PostgresDelayedPreemptiveQueue {
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
   /// when the calling task is cancelled before the call was sent.
   public func rawFailures() async throws -> [PostgresRawBurstFailure] {
-    let name = name
+    let statement = FailuresStatement(name: name)
     let logger = logger
-    return try await database("failures") { connection in
-      var failures: [PostgresRawBurstFailure] = []
-      let query: PostgresQuery = """
-        SELECT id, key, value::text, attempts, last_error FROM dpd_failures
-        WHERE name = \(name) ORDER BY id
-        """
-      for try await row in try await connection.query(query, logger: logger) {
-        let (id, key, json, attempts, lastError) = try row.decode(
-          (Int64, String, String, Int, String).self)
-        failures.append(
-          PostgresRawBurstFailure(
-            id: id, key: key, json: json, attempts: attempts, lastError: lastError))
-      }
-      return failures
-    }
+    return try await database("failures") { try await $0.rows(statement, logger: logger) }
   }
 
   /// Every queue name that has rows in the database (waiting or running bursts, and kept
@@ -181,21 +136,9 @@ extension PostgresDelayedPreemptiveQueue {
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError` (SQLSTATE `42P01` when no
   /// queue was ever migrated in this database).
   package func namesInUse(limit: Int = 20) async throws -> [StoredQueueName] {
+    let statement = NamesInUseStatement(limit: limit)
     let logger = logger
-    return try await database("namesInUse") { connection in
-      var names: [StoredQueueName] = []
-      let query: PostgresQuery = """
-        SELECT name, count(*) FROM (
-          SELECT name FROM dpd_bursts WHERE NOT idle UNION ALL SELECT name FROM dpd_failures
-        ) AS rows
-        GROUP BY name ORDER BY name LIMIT \(limit)
-        """
-      for try await row in try await connection.query(query, logger: logger) {
-        let (name, rows) = try row.decode((String, Int).self)
-        names.append(StoredQueueName(name: name, rows: rows))
-      }
-      return names
-    }
+    return try await database("namesInUse") { try await $0.rows(statement, logger: logger) }
   }
 }
 

@@ -212,20 +212,10 @@ extension PostgresDelayedPreemptiveQueue {
 
   /// Bursts not finished, and seconds since the deadline of the oldest due one not claimed.
   func gauges() async throws -> (pending: Int, overdueSeconds: Double) {
-    let name = name
+    let statement = GaugesStatement(name: name)
     let logger = logger
-    return try await database("sample") { connection in
-      var result = (pending: 0, overdueSeconds: 0.0)
-      let query: PostgresQuery = """
-        SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(due_at) FILTER (
-          WHERE claim IS NULL AND due_at <= clock_timestamp())), 0)::float8
-        FROM dpd_bursts WHERE name = \(name) AND NOT failed AND NOT idle
-        """
-      for try await row in try await connection.query(query, logger: logger) {
-        let (pending, overdue) = try row.decode((Int, Double).self)
-        result = (pending, overdue)
-      }
-      return result
+    return try await database("gauges") { connection in
+      try await connection.rows(statement, logger: logger).first ?? (0, 0)
     }
   }
 }

@@ -364,16 +364,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   ///
   /// Throws as ``cancel(_:)`` does.
   public func isPending(_ key: String) async throws -> Bool {
-    let key = try checked(key)
-    let name = name
+    let statement = IsPendingStatement(name: name, key: try checked(key))
     let logger = logger
-    return try await database("isPending", key: key) { connection in
-      try await connection.scalar(
-        """
-        SELECT EXISTS (
-          SELECT 1 FROM dpd_bursts
-          WHERE name = \(name) AND key = \(key) AND NOT failed AND NOT idle)
-        """, as: Bool.self, logger: logger) ?? false
+    return try await database("isPending", key: statement.key) { connection in
+      try await connection.rows(statement, logger: logger).first ?? false
     }
   }
 
@@ -383,13 +377,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError`; `CancellationError`
   /// when the calling task is cancelled before the call was sent.
   public func pendingCount() async throws -> Int {
-    let name = name
+    let statement = PendingCountStatement(name: name)
     let logger = logger
     return try await database("pendingCount") { connection in
-      try await connection.scalar(
-        "SELECT count(*) FROM dpd_bursts WHERE name = \(name) AND NOT failed AND NOT idle",
-        as: Int.self,
-        logger: logger) ?? 0
+      try await connection.rows(statement, logger: logger).first ?? 0
     }
   }
 

@@ -75,63 +75,6 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
     }
   }
 
-  /// What went wrong, as a worker acts on it: the one classification of the package's errors.
-  enum Kind: Sendable, Hashable {
-    /// The database could not be reached, or did not confirm a call that was sent: wait and
-    /// retry (the call may have been applied, so every statement a worker retries is written to
-    /// be safe when its first attempt was applied).
-    case outage
-    /// The statement lost a deadlock or a serialization conflict (SQLSTATE class 40), or was
-    /// refused a lock: it was rolled back, and sending it again is safe.
-    case conflict
-    /// Retrying cannot heal it: a schema that is newer or was never migrated (`42P01`), a
-    /// missing permission (`42501`). A worker stops.
-    case permanent
-    /// The database refused the statement for the data it was given or computed (SQLSTATE
-    /// classes 22 data exception, 23 integrity constraint, 54 program limit; and XX, internal):
-    /// for a submission, its input; for a worker's own statement, a defect of this package,
-    /// which a retry cannot heal. Logged at error level with the statement's name and counted.
-    case data
-    /// Bad input refused before anything was sent, or a stored value that does not decode.
-    case input
-    /// Any other refusal of the database.
-    case other
-  }
-
-  var kind: Kind {
-    switch self {
-    case .databaseUnreachable, .outcomeUnknown: return .outage
-    case .newerSchema: return .permanent
-    case .emptyKey, .invalidKey, .valueNotEncodable, .valueNotDecodable: return .input
-    case .databaseError(_, let sqlState, _):
-      if sqlState == "42P01" || sqlState == "42501" { return .permanent }
-      if sqlState.hasPrefix("40") || sqlState == "55P03" { return .conflict }
-      if ["22", "23", "54", "XX"].contains(where: sqlState.hasPrefix) { return .data }
-      return .other
-    }
-  }
-
-  /// Whether retrying cannot heal the error: a schema that is newer or was never migrated
-  /// (`42P01`), a missing permission (`42501`). A worker stops for these and retries everything
-  /// else, a connection refused for its password or database name included (those are
-  /// ``databaseUnreachable(host:port:reason:)``, with the server's reason): an operator may fix
-  /// them while the worker waits.
-  var isPermanent: Bool { kind == .permanent }
-
-  /// Whether the database refused a statement for the data it was given (SQLSTATE classes 22
-  /// data exception, 23 integrity constraint, 54 program limit exceeded).
-  var isCausedByData: Bool { kind == .data }
-
-  /// Whether the statement lost a deadlock or a serialization conflict (SQLSTATE class 40): it
-  /// was rolled back, and sending it again is safe.
-  var isConflict: Bool { kind == .conflict }
-
-  /// Whether the call was sent and may have been applied.
-  var isUnconfirmed: Bool {
-    if case .outcomeUnknown = self { return true }
-    return false
-  }
-
   /// The same error, for the caller that submitted `key`.
   func attributed(to key: String) -> Self {
     if case .outcomeUnknown(nil, let host, let port, let reason) = self {

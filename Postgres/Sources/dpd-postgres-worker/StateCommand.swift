@@ -23,7 +23,7 @@ struct StateCommand: AsyncParsableCommand {
     let lines = try await queueOptions.withQueue { queue in
       do {
         return try await Self.lines(of: queue)
-      } catch PostgresDelayedPreemptiveQueueError.databaseError(_, "42P01", _) {
+      } catch PostgresDelayedPreemptiveQueueError.databaseError(_, SQLState.undefinedTable, _) {
         return [
           "queue \(queue.name)",
           "no queue was ever used in this database: it has no dpd_bursts table (no migrate() "

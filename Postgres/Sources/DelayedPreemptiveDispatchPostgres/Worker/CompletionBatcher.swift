@@ -42,7 +42,7 @@ actor CompletionBatcher<Value: Codable & Sendable> {
       let recorded = Set(try await queue.succeeded(batch.map(\.burst)))
       for entry in batch { entry.written.resume(returning: recorded.contains(entry.burst.claim)) }
     } catch let error as PostgresDelayedPreemptiveQueueError
-      where batch.count > 1 && error.kind != .outage && error.kind != .conflict
+      where batch.count > 1 && !error.isTransient
     {
       for entry in batch { await write([entry]) }
     } catch {

@@ -18,7 +18,7 @@ extension Worker {
     let logger = logger
     let queue = queue
     return try await queue.client.withConnection { connection in
-      try await connection.query("BEGIN", logger: logger)
+      try await connection.query(TransactionStatements.begin, logger: logger)
       do {
         try await body(run, connection)
         // The handler's start, as the statement takes it, when the handler has returned.
@@ -36,7 +36,7 @@ extension Worker {
         throw error
       }
       do {
-        try await connection.query("COMMIT", logger: logger)
+        try await connection.query(TransactionStatements.commit, logger: logger)
       } catch {
         try? await connection.close()
         return .commitUnconfirmed
@@ -49,7 +49,7 @@ extension Worker {
   /// that the pool never lends a connection left inside a transaction.
   private static func rollBack(_ connection: PostgresConnection, logger: Logger) async {
     do {
-      try await connection.query("ROLLBACK", logger: logger)
+      try await connection.query(TransactionStatements.rollback, logger: logger)
     } catch {
       try? await connection.close()
     }

@@ -1,0 +1,119 @@
+import Foundation
+import PostgresNIO
+
+/// Claims up to `limit` due rows (waiting past their deadline, or running with an expired
+/// lease), skipping rows that another replica is claiming at this moment. Each claim counts as
+/// an attempt, when it is made, and takes a fence from the sequence `dpd_fence`; it runs the
+/// row's head burst (`value`), so a burst taken over runs again with its own value, and the
+/// bursts behind it still wait. A head whose lease ran out after its `maxAttempts`-th run (its
+/// worker died or lost the lease every time) is not run again: it is kept in `dpd_failures`
+/// with its value (P17), written by this statement from the row as it locked it, and comes back
+/// unclaimed. When no burst waits behind it, the row is left `idle` (`exhausted`; a later claim
+/// deletes it once the spacing has passed, at once without one); when one does, that one becomes
+/// the head (`gaveWay`), and a later claim runs it.
+///
+/// A claim starts a run: it sets `last_start` (which the run's recorded end moves to its
+/// handler's start). Under `minimumSpacing` ($6, milliseconds) a claimed row's lease ends no
+/// sooner than the spacing from the claim, so that a takeover (a run too) keeps the spacing as
+/// well; the burst behind an exhausted head is due no sooner than the spacing from the lost
+/// run's claim. The rows kept only for the spacing (`idle`) are never
+/// claimed: the claim deletes those whose spacing has passed, a few more than it claims, so that
+/// they are gone soon after their spacing while any worker runs. The lateness it returns counts
+/// from the deadline, or from the end of the spacing when that is later.
+///
+/// It also returns the head's trace
+/// record for the run's span: its stored contexts, and its submission count (kept in the record
+/// once a burst behind it started, else the row's `submissions`; 1 when neither is known, for a
+/// burst stored before schema version 5 with bursts behind it).
+struct ClaimStatement: PostgresPreparedStatement {
+  typealias Row = ClaimedBurst
+
+  static let sql = """
+    WITH due AS (
+      SELECT key, claim IS NOT NULL AS taken_over, last_start,
+        claim IS NOT NULL AND attempts >= $5 AS exhausted, attempts, value, later, submissions,
+        traces
+      FROM dpd_bursts
+      WHERE name = $1 AND \(SQLFragment.holdsWork) AND due_at <= clock_timestamp()
+      ORDER BY due_at
+      LIMIT $2
+      FOR UPDATE SKIP LOCKED
+    ), kept AS (
+      INSERT INTO dpd_failures (name, key, value, attempts, last_error, traces)
+      SELECT $1, due.key, due.value, due.attempts,
+        'its last run never ended (its worker died or lost its lease); ' || due.attempts
+          || ' runs in all', \(SQLFragment.keptTraceRecord("due"))
+      FROM due WHERE due.exhausted
+      ORDER BY due.key
+    ), expired AS (
+      SELECT key FROM dpd_bursts
+      WHERE name = $1 AND idle AND due_at <= clock_timestamp()
+      ORDER BY due_at
+      LIMIT $2 * 2 + 100
+      FOR UPDATE SKIP LOCKED
+    ), swept AS (
+      DELETE FROM dpd_bursts AS i USING expired WHERE i.name = $1 AND i.key = expired.key
+    )
+    UPDATE dpd_bursts AS b SET
+      idle = \(exhausted) AND b.later = '[]'::jsonb,
+      last_error = CASE WHEN \(exhausted) THEN NULL ELSE b.last_error END,
+      value = CASE WHEN \(givesWay) THEN b.later -> 0 WHEN \(exhausted) THEN 'null'::jsonb
+        ELSE b.value END,
+      later = CASE WHEN \(givesWay) THEN b.later - 0 ELSE b.later END,
+      traces = CASE WHEN \(exhausted) THEN b.traces - 0 ELSE b.traces END,
+      submissions = CASE WHEN \(exhausted) AND NOT \(givesWay) THEN 0 ELSE b.submissions END,
+      claim = CASE WHEN \(exhausted) THEN NULL ELSE gen_random_uuid() END,
+      owner = CASE WHEN \(exhausted) THEN NULL ELSE $3 END,
+      claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
+      fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
+      attempts = CASE WHEN \(exhausted) THEN 0 ELSE b.attempts + 1 END,
+      last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE clock_timestamp() END,
+      due_at = CASE
+        WHEN \(givesWay) THEN greatest(\(SQLFragment.nextHeadDue), \(SQLFragment.spacedFrom("$6")))
+        WHEN \(exhausted) THEN greatest(clock_timestamp(), \(SQLFragment.spacedFrom("$6")))
+        ELSE clock_timestamp() + greatest($4, $6) * interval '1 millisecond' END
+    FROM due WHERE b.name = $1 AND b.key = due.key
+    RETURNING b.key, b.value::text, b.claim,
+      CASE WHEN b.claim IS NULL THEN due.attempts ELSE b.attempts END, b.fence,
+      b.claim IS NULL AND b.idle,
+      due.taken_over,
+      (extract(epoch FROM clock_timestamp()
+        - greatest(b.deadline, \(SQLFragment.spacedFrom("$6", row: "due")))) * 1000)::float8,
+      (b.traces -> 0 -> 'contexts')::text,
+      coalesce((b.traces -> 0 ->> 'count')::int8,
+        CASE WHEN b.later = '[]'::jsonb THEN b.submissions ELSE 1 END)
+    """
+  /// A run of this row began and never recorded its end `maxAttempts` times.
+  private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
+  /// The burst behind the exhausted head becomes the head.
+  private static let givesWay = "(\(exhausted) AND b.later <> '[]'::jsonb)"
+  static let bindingDataTypes: [PostgresDataType] = [.text, .int8, .text, .float8, .int8, .float8]
+
+  var name: String
+  var limit: Int
+  var owner: String
+  var leaseMilliseconds: Double
+  var maxAttempts: Int
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 6)
+    bindings.append(name)
+    bindings.append(limit)
+    bindings.append(owner)
+    bindings.append(leaseMilliseconds)
+    bindings.append(maxAttempts)
+    bindings.append(minimumSpacingMilliseconds)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row {
+    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness, contexts, count) =
+      try row.decode((String, String, UUID?, Int, Int64?, Bool, Bool, Double, String?, Int).self)
+    return ClaimedBurst(
+      key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
+      exhausted: exhausted, gaveWay: claim == nil && !exhausted, takenOver: takenOver,
+      latenessMilliseconds: lateness, submissions: count, traceContexts: contexts)
+  }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// `delay`: one upsert for a batch of submissions with distinct keys (one submission when the
+/// queue is quiet; see `SubmissionBatcher`). It returns whether it woke the workers: only when
+/// a new deadline is earlier than every deadline they know of, or when the earliest one is due
+/// within `claimRaceMargin` (a worker may be claiming it right now), so that writers do not all
+/// NOTIFY (a NOTIFY takes a database-wide lock at commit). Rows are upserted in key order, so
+/// that concurrent batches lock rows in one order and cannot deadlock.
+///
+/// A row holds the key's bursts in order (see `Schema`): the head in `value`, the others in
+/// `later`. A submission joins the newest burst when that one still takes submissions: it has
+/// never been claimed (it neither runs nor waits for the retry of a run that threw), and has
+/// fewer than `maxSubmissions` ($7). Otherwise it starts a new burst at
+/// the end of `later`: behind a running head (runs of one key never overlap), behind a head that
+/// waits for its retry (its value stays its own, P17), or behind a burst that reached
+/// `maxSubmissions`, even one that no worker has claimed yet. Joining merges the value: the
+/// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
+/// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
+///
+/// With `minimumSpacing` ($9, milliseconds; 0 for none), a waiting head is due no sooner than
+/// the key's last run start plus the spacing: its deadline is still computed from its
+/// submissions, and only `due_at` moves later. A row kept only for that spacing (`idle`) takes
+/// a submission as a fresh burst. A kept failure of the key (in `dpd_failures`) is not in the
+/// row: a submission never touches it.
+///
+/// This statement takes no trace context: nothing is stored per submission without a tracer.
+/// It changes a row's trace records (`traces`, see `Schema`) only when a submission starts a
+/// burst behind another, whose count it then fixes, or replaces an idle row. A batch in which a
+/// submission carries a trace context is sent as ``TracedDelayStatement``,
+/// which takes the contexts as `$10`.
+struct DelayStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  /// A call of `dpd_submit`, whose body is ``upsertSQL(tracingContexts:)`` (see
+  /// ``DatabaseFunctions``): the rules of submission exist once, in the database.
+  static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+
+  /// The upsert, with the submissions' trace contexts as `$10` when `tracingContexts`.
+  static func upsertSQL(tracingContexts: Bool) -> String {
+    """
+    WITH earliest AS (
+      SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
+    ), upserted AS (
+      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted\(
+        tracingContexts ? ", traces" : ""))
+      SELECT $1, s.key, s.value::jsonb,
+        CASE WHEN $7 <= 1 THEN now.t
+          ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        CASE WHEN $7 <= 1 THEN now.t
+          ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        now.t\(tracingContexts ? insertedTraces : "")
+      FROM \(tracingContexts
+        ? "unnest($2::text[], $3::text[], $4::float8[], $10::text[]) AS s(key, value, delay, trace)"
+        : "unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay)"),
+        (SELECT clock_timestamp() AS t) AS now
+      ORDER BY s.key
+      ON CONFLICT (name, key) DO UPDATE SET
+        value = CASE WHEN \(fresh) THEN excluded.value
+          WHEN \(intoHead) THEN \(merged("b.value")) ELSE b.value END,
+        later = CASE WHEN \(fresh) THEN '[]'::jsonb
+          WHEN \(intoLast) THEN jsonb_set(b.later,
+            ARRAY[(jsonb_array_length(b.later) - 1)::text], \(merged("(b.later -> -1)")))
+          WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
+          ELSE b.later END,
+        submissions = \(newestSubmissions),
+        traces = \(tracingContexts ? mergedTraces : countedTraces),
+        generation = b.generation + 1,
+        first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
+          ELSE b.first_submitted END,
+        deadline = \(newestDeadline),
+        due_at = CASE WHEN \(fresh) OR \(intoHead)
+          THEN greatest(\(newestDeadline), \(SQLFragment.spacedFrom("$9"))) ELSE b.due_at END,
+        attempts = CASE WHEN \(fresh) THEN 0 ELSE b.attempts END,
+        last_error = CASE WHEN \(fresh) THEN NULL ELSE b.last_error END,
+        failed = false,
+        idle = false
+      RETURNING b.due_at, b.claim IS NULL AS waiting
+    )
+    SELECT \(SQLFragment.wakingWorkers(of: "$1", when: wakes, value: "true", otherwise: "false"))
+    """
+  }
+
+  /// The batch made a waiting burst due earlier than every deadline the workers know of, or
+  /// the earliest one is due within ``claimRaceMargin``.
+  private static let wakes = """
+    EXISTS (
+        SELECT 1 FROM upserted, earliest
+        WHERE upserted.waiting AND (upserted.due_at < coalesce(earliest.at, 'infinity')
+          OR earliest.at < clock_timestamp() + interval '\(claimRaceMargin)'))
+    """
+
+  /// A submission also notifies when the earliest pending deadline is this close, or past. A
+  /// worker about to claim that burst reads the next deadline right after its claim, from a
+  /// snapshot that may not hold this submission yet, while this statement's snapshot may not
+  /// hold the claim yet: neither side would wake the other, and the submission would wait for
+  /// `safetyPoll`. A statement that takes longer than this margin can still miss, and then
+  /// `safetyPoll` bounds the wait.
+  static let claimRaceMargin = "250 milliseconds"
+
+  /// The row holds no burst: the submission makes it a fresh burst.
+  private static let fresh = SQLFragment.holdsNoBurst
+  /// The newest burst has received `maxSubmissions`: it takes no more.
+  private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"
+  /// The head has been claimed: it runs, or it ran and waits for its retry (P17: a submission
+  /// during the retry's backoff never joins the failed head, whose value stays its own).
+  private static let headClaimed = SQLFragment.headClaimed
+  /// The submission joins the head, which is the newest burst, waiting for its first run and not
+  /// full.
+  private static let intoHead =
+    "(NOT \(fresh) AND NOT \(headClaimed) AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
+  /// The submission joins the newest burst, which waits in `later` and is not full.
+  private static let intoLast =
+    "(NOT \(fresh) AND b.later <> '[]'::jsonb AND NOT \(newestIsFull))"
+  /// The submission starts a new burst at the end of `later`: the head runs or waits for its
+  /// retry and nothing waits behind it, or the newest burst is full.
+  private static let newBurst = """
+    (NOT \(fresh) AND ((\(headClaimed) AND b.later = '[]'::jsonb) OR \(newestIsFull)))
+    """
+  /// The submission starts a burst: a new one behind the others, or a fresh one that replaces
+  /// a failure or an idle row.
+  private static let startsBurst = "(\(fresh) OR \(newBurst))"
+  /// The newest burst's submissions after this one.
+  private static let newestSubmissions =
+    "(CASE WHEN \(startsBurst) THEN 1 ELSE b.submissions + 1 END)"
+  /// The newest burst's deadline: the instant it reached `maxSubmissions`, or as a deadline
+  /// moves in-process.
+  private static let newestDeadline = """
+    (CASE WHEN \(newestSubmissions) >= coalesce($7, 2147483647) THEN excluded.first_submitted
+      WHEN \(startsBurst) THEN excluded.deadline ELSE \(mergedDeadline) END)
+    """
+  /// The burst's value with the submission's merged in: replaced, or appended (`.append`).
+  private static func merged(_ burst: String) -> String {
+    "(CASE WHEN $8 THEN \(burst) || excluded.value ELSE excluded.value END)"
+  }
+  /// The inserted row's trace records: one with the submission's context, or none.
+  private static let insertedTraces = """
+    ,
+        CASE WHEN s.trace = '' THEN '[]'::jsonb
+          ELSE jsonb_build_array(jsonb_build_object('contexts', jsonb_build_array(s.trace::jsonb)))
+        END
+    """
+  /// The trace records after a submission without a context: a fresh burst has none; a new
+  /// burst fixes the count of the newest one, which stops taking submissions.
+  private static let countedTraces = """
+    (CASE WHEN \(fresh) THEN '[]'::jsonb WHEN \(newBurst) THEN \(newestCounted) ELSE b.traces END)
+    """
+  /// The trace records with the submission's (its context, if any, is `excluded.traces`' only
+  /// one): a fresh burst has the submission's; a new burst fixes the count of the newest one,
+  /// and adds its own record; joining the newest burst adds the context, keeping its first and newest
+  /// contexts within `TraceCarrier.maximumPerBurst`.
+  private static let mergedTraces = """
+    (CASE WHEN \(fresh) THEN excluded.traces
+      WHEN \(newBurst) THEN \(newestCounted) || excluded.traces
+      WHEN excluded.traces = '[]'::jsonb THEN b.traces
+      ELSE jsonb_set(b.traces, \(newestTracePath),
+        \(newestTrace) || jsonb_build_object('contexts', \(boundedContexts))) END)
+    """
+  /// The trace records with the newest burst's count fixed in its record, unless the record
+  /// has one already (a retried failure's, see `RetryFailuresStatement`).
+  private static let newestCounted = """
+    jsonb_set(b.traces, \(newestTracePath),
+      jsonb_build_object('count', b.submissions) || \(newestTrace))
+    """
+  /// Where the newest burst's trace record is in `traces`.
+  private static let newestTracePath = "ARRAY[jsonb_array_length(b.later)::text]"
+  /// The newest burst's trace record; `{}` while nothing was stored for it.
+  private static let newestTrace =
+    "coalesce(b.traces -> jsonb_array_length(b.later), '{}'::jsonb)"
+  /// The newest burst's contexts with the submission's: at the bound, the oldest but the first
+  /// makes room.
+  private static let boundedContexts = """
+    (CASE WHEN jsonb_array_length(\(newestContexts)) < \(TraceCarrier.maximumPerBurst)
+      THEN \(newestContexts) ELSE \(newestContexts) - 1 END
+      || (excluded.traces -> 0 -> 'contexts'))
+    """
+  private static let newestContexts = "coalesce(\(newestTrace) -> 'contexts', '[]'::jsonb)"
+  /// `.restart` sets the deadline, `.extend` only moves it later; `maxWait` bounds both.
+  private static let mergedDeadline = """
+    least(CASE WHEN $5 THEN excluded.deadline ELSE greatest(b.deadline, excluded.deadline) END,
+      b.first_submitted + $6 * interval '1 millisecond')
+    """
+
+  static let bindingDataTypes: [PostgresDataType] = [
+    .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool, .float8,
+  ]
+
+  var name: String
+  var submissions: [Submission]
+  var restart: Bool
+  var maxWaitMilliseconds: Double?
+  var maxSubmissions: Int?
+  var append: Bool
+  /// `options.minimumSpacing` in milliseconds; 0 for none.
+  var minimumSpacingMilliseconds: Double = 0
+
+  /// One call of `delay`, encoded.
+  struct Submission: Sendable {
+    var key: String
+    var json: String
+    var delayMilliseconds: Double
+    /// The caller's trace context as JSON (``TraceCarrier``); "" for none.
+    var traceContext: String = ""
+  }
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 9)
+    bindings.append(name)
+    bindings.append(submissions.map(\.key))
+    bindings.append(submissions.map(\.json))
+    bindings.append(submissions.map(\.delayMilliseconds))
+    bindings.append(restart)
+    if let maxWaitMilliseconds {
+      bindings.append(maxWaitMilliseconds)
+    } else {
+      bindings.appendNull()
+    }
+    if let maxSubmissions {
+      bindings.append(maxSubmissions)
+    } else {
+      bindings.appendNull()
+    }
+    bindings.append(append)
+    bindings.append(minimumSpacingMilliseconds)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+
+  /// Sends the batch on `connection`, as ``TracedDelayStatement`` when a submission carries a
+  /// trace context; returns whether it woke the workers.
+  func send(on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+    if submissions.contains(where: { !$0.traceContext.isEmpty }) {
+      return try await connection.rows(TracedDelayStatement(statement: self), logger: logger)
+        .first ?? false
+    }
+    return try await connection.rows(self, logger: logger).first ?? false
+  }
+}
+
+/// ``DelayStatement`` for a batch in which a submission carries a trace context: the same
+/// upsert, which also stores each submission's context (`$10`, "" for none) in the trace record
+/// of the burst it joins or starts. A separate statement, so that a batch without contexts
+/// (every batch, without a tracer) sends and evaluates none of it.
+struct TracedDelayStatement: PostgresPreparedStatement {
+  typealias Row = Bool
+
+  static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+  static let bindingDataTypes = DelayStatement.bindingDataTypes + [.textArray]
+
+  var statement: DelayStatement
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = statement.makeBindings()
+    bindings.append(statement.submissions.map(\.traceContext))
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try statement.decodeRow(row) }
+}
+
+/// Statement texts that another target of this package needs: the benchmark
+/// (dpd-postgres-bench) prints `delay`'s as a pgbench script, so that pgbench runs the statement
+/// the package sends, not a copy that could drift from it.
+package enum StatementText {
+  /// ``DelayStatement/sql``: `$1` to `$9` are its bindings, in the order of
+  /// ``DelayStatement/bindingDataTypes``.
+  package static var delay: String { DelayStatement.sql }
+}

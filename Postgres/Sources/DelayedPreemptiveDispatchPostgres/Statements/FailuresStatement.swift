@@ -1,0 +1,28 @@
+import PostgresNIO
+
+/// `rawFailures` (and `failures`): every kept failure of the queue with its stored JSON,
+/// oldest first. Read-only.
+struct FailuresStatement: PostgresPreparedStatement {
+  typealias Row = PostgresRawBurstFailure
+
+  static let sql = """
+    SELECT id, key, value::text, attempts, last_error FROM dpd_failures
+    WHERE name = $1 ORDER BY id
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text]
+
+  var name: String
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 1)
+    bindings.append(name)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row {
+    let (id, key, json, attempts, lastError) = try row.decode(
+      (Int64, String, String, Int, String).self)
+    return PostgresRawBurstFailure(
+      id: id, key: key, json: json, attempts: attempts, lastError: lastError)
+  }
+}

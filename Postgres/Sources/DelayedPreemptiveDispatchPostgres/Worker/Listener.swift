@@ -1,0 +1,30 @@
+import PostgresNIO
+
+extension Worker {
+  /// Listens for wake-ups of this queue; reconnects after an error until cancelled.
+  func listen(ringing doorbell: Doorbell) async {
+    var outage = Outage(
+      what: "listening for wake-ups", cap: queue.outageBackoff, logger: logger)
+    while !Task.isCancelled {
+      do {
+        try await queue.client.withConnection { connection in
+          try await connection.listen(on: SQLFragment.wakeChannel) { notifications in
+            await doorbell.ring()  // anything due meanwhile is found by the next claim
+            outage.ended()
+            for try await notification in notifications where notification.payload == queue.name {
+              await doorbell.ring()
+            }
+          }
+        }
+      } catch {
+        if Task.isCancelled { return }
+        let wait = outage.failed(queue.failure(of: "listen", error), defects: queue.metrics)
+        do {
+          try await Task.sleep(for: max(wait, queue.safetyPoll))
+        } catch {
+          return
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Instrumentation
+
+extension Worker {
+  /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
+  /// records the end while the lease still holds, with the handler's start (from which
+  /// `minimumSpacing` counts). The run's span (``RunSpan``) is current while the handler runs,
+  /// so that the handler's own spans are its children.
+  func perform(_ burst: ClaimedBurst, claimedAt: ContinuousClock.Instant) async {
+    var burst = burst
+    let span = RunSpan.start(for: burst, queue: queue.name, tracer: queue.tracerInUse)
+    let result: Result<RunEnd, any Error>
+    let spanError: (any Error)?
+    do {
+      let value = try ValueCodec.decode(Value.self, from: burst.json, key: burst.key)
+      let run = PostgresBurstRun(
+        key: burst.key, value: value, attempt: burst.attempt, fence: burst.fence)
+      let started = ContinuousClock.now
+      burst.handlerStarted = started
+      queue.metrics.lateness.recordNanoseconds(
+        Int64(max(0, burst.latenessMilliseconds) * 1e6)
+          + (started - claimedAt).nanoseconds)
+      let handler = handler
+      let context = span.context
+      let claimed = burst
+      let task = Task { () async throws -> RunEnd in
+        try await ServiceContext.$current.withValue(context) {
+          switch handler {
+          case .plain(let body):
+            try await body(run)
+            return .returned
+          case .transactional(let body):
+            return try await transactional(run, of: claimed, body)
+          }
+        }
+      }
+      leases.attach(burst.claim) { task.cancel() }
+      result = await task.result
+      queue.metrics.runDuration.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+      if case .failure(let error) = result { spanError = error } else { spanError = nil }
+    } catch {
+      // Retrying cannot make a stored value decode: it is kept as a failure at once (P15).
+      burst.valueDoesNotDecode = true
+      result = .failure(error)
+      spanError = RunSpan.ValueNotDecodable()
+    }
+    RunSpan.end(span, recording: spanError)
+    await record(result, of: burst)
+    leases.remove(burst.claim)
+    await runEnded.ring()
+  }
+
+  /// Records the end of a run, retrying while the database cannot be reached. The database
+  /// decides whether the run still holds its claim (an end recorded under a claim that was
+  /// taken over matches nothing); a run whose handler was cancelled because its lease was lost
+  /// records nothing, and retries stop, counting the run as lost, once the lease has run out.
+  ///
+  /// Every attempt is safe after an earlier one that was applied but not confirmed: the claim
+  /// it names is gone then, so the retry matches nothing. A statement that the database refuses
+  /// for any other reason than an outage or a conflict is a defect: it is logged at error level
+  /// and counted, and not retried; the run's lease then runs out, and the burst runs again.
+  private func record(_ result: Result<RunEnd, any Error>, of burst: ClaimedBurst) async {
+    switch result {
+    case .success(.committed):
+      queue.metrics.succeeded.increment()
+      return
+    case .success(.stale):
+      return leaseLost(burst)
+    case .success(.commitUnconfirmed):
+      return notRecorded(burst, unconfirmed: true)
+    case .success(.returned), .failure:
+      break
+    }
+    var outage = Outage(
+      what: "recording a run's end", cap: queue.outageBackoff, logger: logger
+    )
+    if case .failure = result, leases.isLost(burst.claim) {
+      leaseLost(burst)
+      return
+    }
+    var unconfirmed = false
+    while true {
+      do {
+        switch result {
+        case .success:
+          if try await completions.succeeded(burst) {
+            queue.metrics.succeeded.increment()
+          } else {
+            notRecorded(burst, unconfirmed: unconfirmed)
+          }
+        case .failure(let error):
+          let kept = try await uncancelled { [queue] in try await queue.failed(burst, error: error)
+          }
+          recordedFailure(kept, of: burst, error: error, unconfirmed: unconfirmed)
+        }
+        outage.ended()
+        return
+      } catch let error as PostgresDelayedPreemptiveQueueError
+        where !error.isTransient
+      {
+        defect(
+          error, in: error.operation ?? (result.isSuccess ? "complete" : "recordFailure"),
+          of: burst)
+        return
+      } catch {
+        if (error as? PostgresDelayedPreemptiveQueueError)?.isUnconfirmed == true {
+          unconfirmed = true
+        }
+        let wait = outage.failed(error, defects: queue.metrics)
+        if leases.isLost(burst.claim) {
+          leaseLost(burst)
+          return
+        }
+        do {
+          try await Task.sleep(for: wait)
+        } catch {
+          return
+        }
+      }
+    }
+  }
+
+  /// Logs and counts what became of a run that threw.
+  private func recordedFailure(
+    _ kept: FailedStatement.Outcome?, of burst: ClaimedBurst, error: any Error, unconfirmed: Bool
+  ) {
+    switch kept {
+    case nil: notRecorded(burst, unconfirmed: unconfirmed)
+    case .gaveWay?:
+      queue.metrics.retried.increment()
+      logger.info(
+        "handler threw; the later burst of its key, with a newer value, runs next: \(error)",
+        metadata: ["dpd.attempt": "\(burst.attempt)"])
+      logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
+    case .kept?:
+      queue.metrics.failed.increment()
+      logger.warning(
+        "burst kept as failed after \(burst.attempt) runs: \(error)",
+        metadata: ["dpd.attempts": "\(burst.attempt)"])
+      logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
+    case .retried?:
+      queue.metrics.retried.increment()
+      logger.info(
+        "handler threw; retrying with backoff: \(error)",
+        metadata: ["dpd.attempt": "\(burst.attempt)"])
+      logger.debug("retry", metadata: ["dpd.key": "\(burst.key)"])
+    }
+  }
+
+  /// The end's statement matched no row under the run's claim: the claim was taken over, or an
+  /// earlier attempt whose answer was lost recorded the end.
+  private func notRecorded(_ burst: ClaimedBurst, unconfirmed: Bool) {
+    guard unconfirmed else { return leaseLost(burst) }
+    queue.metrics.unconfirmed.increment()
+    let message =
+      "a run's end was not confirmed: an earlier attempt whose answer was lost recorded it, or "
+      + "the burst was taken over meanwhile"
+    logger.info("\(message)", metadata: ["dpd.attempt": "\(burst.attempt)"])
+    logger.debug("end unconfirmed", metadata: ["dpd.key": "\(burst.key)"])
+  }
+
+  /// A statement about one run that the database refused for a reason retrying cannot heal.
+  private func defect(
+    _ error: PostgresDelayedPreemptiveQueueError, in statement: String, of burst: ClaimedBurst
+  ) {
+    queue.metrics.defect(in: statement)
+    let message =
+      "the database refused \(statement), a defect of this package: \(error); the run's end is "
+      + "not recorded, and its burst runs again once its lease runs out"
+    logger.error(
+      "\(message)",
+      metadata: ["dpd.statement": "\(statement)", "dpd.attempt": "\(burst.attempt)"])
+    logger.debug("defect", metadata: ["dpd.key": "\(burst.key)"])
+  }
+
+  private func leaseLost(_ burst: ClaimedBurst) {
+    queue.metrics.leaseLost.increment()
+    logger.warning(
+      "lease lost: the run was cancelled and its end not recorded; it runs again elsewhere",
+      metadata: ["dpd.attempt": "\(burst.attempt)"])
+    logger.debug("lease lost", metadata: ["dpd.key": "\(burst.key)"])
+  }
+}
+
+extension Result {
+  var isSuccess: Bool {
+    if case .success = self { return true }
+    return false
+  }
+}
+
+extension Duration {
+  var nanoseconds: Int64 {
+    let (seconds, attoseconds) = components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+  }
+}

@@ -1,0 +1,8 @@
+/// Runs `operation` in a task that the caller's cancellation does not reach, so that the
+/// database calls of a worker that is shutting down still complete. Every call it wraps is
+/// bounded by the queue's `connectionTimeout`.
+func uncancelled<Result: Sendable>(_ operation: @escaping @Sendable () async throws -> Result)
+  async throws -> Result
+{
+  try await Task { try await operation() }.value
+}
