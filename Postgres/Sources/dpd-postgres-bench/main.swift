@@ -383,7 +383,7 @@ clientRun.cancel()
 /// `.replace`, no spacing and no trace context.
 struct HandSentSubmission: PostgresPreparedStatement {
   typealias Row = Bool
-  static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+  static let sql = StatementText.delay
   static let bindingDataTypes: [PostgresDataType] = [
     .text, .textArray, .textArray, .float8Array, .bool, .float8, .int8, .bool, .float8,
   ]
