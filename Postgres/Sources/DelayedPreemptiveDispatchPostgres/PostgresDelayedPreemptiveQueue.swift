@@ -257,9 +257,10 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// `INSERT … ON CONFLICT DO UPDATE`, in the database's function `dpd_submit`, which SQL
   /// callers' `dpd_delay` uses too (<doc:WorkThatCommitsWithYourData>); it wakes sleeping
   /// workers only when it makes the earliest
-  /// deadline earlier. Concurrent calls on one instance (and its copies) are sent together as
-  /// one multi-row upsert; each call returns once its
-  /// submission is stored, and a call that returned is never lost.
+  /// deadline earlier. On a quiet queue a call sends its statement at once, from its own task;
+  /// concurrent calls on one instance (and its copies) are sent together as one multi-row
+  /// upsert. Each call returns once its submission is stored, and a call that returned is never
+  /// lost.
   ///
   /// With a tracer bootstrapped in swift-distributed-tracing's `InstrumentationSystem`, the
   /// calling task's current `ServiceContext` is stored with the submission, through the tracer's
