@@ -2,22 +2,14 @@ import PostgresNIO
 
 /// `rawFailures` (and `failures`): every kept failure of the queue with its stored JSON,
 /// oldest first. Read-only.
-struct FailuresStatement: PostgresPreparedStatement {
+struct FailuresStatement: QueueReadStatement {
   typealias Row = PostgresRawBurstFailure
 
   static let sql = """
     SELECT id, key, value::text, attempts, last_error FROM dpd_failures
     WHERE name = $1 ORDER BY id
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text]
-
   var name: String
-
-  func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 1)
-    bindings.append(name)
-    return bindings
-  }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
     let (id, key, json, attempts, lastError) = try row.decode(

@@ -4,22 +4,14 @@ import PostgresNIO
 /// deadline or a lease's expiry); nil when the queue has nothing to do. Rows kept only for the
 /// spacing (`idle`) are no work: a claim deletes them, and the worker's `safetyPoll` bounds how
 /// long they wait for it.
-struct NextDueStatement: PostgresPreparedStatement {
+struct NextDueStatement: QueueReadStatement {
   typealias Row = Double?
 
   static let sql = """
     SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::float8
     FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text]
-
   var name: String
-
-  func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 1)
-    bindings.append(name)
-    return bindings
-  }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Double?.self) }
 }

@@ -28,19 +28,11 @@ struct IsPendingStatement: PostgresPreparedStatement {
 }
 
 /// `pendingCount`: how many of the queue's rows hold work.
-struct PendingCountStatement: PostgresPreparedStatement {
+struct PendingCountStatement: QueueReadStatement {
   typealias Row = Int
 
   static let sql = "SELECT count(*) FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)"
-  static let bindingDataTypes: [PostgresDataType] = [.text]
-
   var name: String
-
-  func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 1)
-    bindings.append(name)
-    return bindings
-  }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int.self) }
 }
@@ -48,7 +40,7 @@ struct PendingCountStatement: PostgresPreparedStatement {
 /// The worker's gauges: how many of the queue's rows hold work (`dpd.postgres.pending`), and
 /// the seconds since the deadline of the oldest due row that no worker holds
 /// (`dpd.postgres.overdue.age`; 0 for none).
-struct GaugesStatement: PostgresPreparedStatement {
+struct GaugesStatement: QueueReadStatement {
   typealias Row = (pending: Int, overdueSeconds: Double)
 
   static let sql = """
@@ -56,15 +48,7 @@ struct GaugesStatement: PostgresPreparedStatement {
       WHERE claim IS NULL AND due_at <= clock_timestamp())), 0)::float8
     FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text]
-
   var name: String
-
-  func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 1)
-    bindings.append(name)
-    return bindings
-  }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
     let (pending, overdue) = try row.decode((Int, Double).self)

@@ -2,7 +2,7 @@ import PostgresNIO
 
 /// `runningBursts`: the queue's claimed rows, by key, with their owner, attempt, fence and the
 /// milliseconds their lease has left (negative once it ran out). Read-only.
-struct RunningBurstsStatement: PostgresPreparedStatement {
+struct RunningBurstsStatement: QueueReadStatement {
   typealias Row = PostgresRunningBurst
 
   static let sql = """
@@ -10,15 +10,7 @@ struct RunningBurstsStatement: PostgresPreparedStatement {
       (extract(epoch FROM due_at - clock_timestamp()) * 1000)::float8
     FROM dpd_bursts WHERE name = $1 AND claim IS NOT NULL AND NOT failed ORDER BY key
     """
-  static let bindingDataTypes: [PostgresDataType] = [.text]
-
   var name: String
-
-  func makeBindings() -> PostgresBindings {
-    var bindings = PostgresBindings(capacity: 1)
-    bindings.append(name)
-    return bindings
-  }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
     let (key, owner, attempt, fence, leftMilliseconds) = try row.decode(
