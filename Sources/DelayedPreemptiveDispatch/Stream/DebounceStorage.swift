@@ -94,7 +94,7 @@ where Base.Element: Sendable, C.Duration == Duration {
         let now = timeline.now()
         var effects = State.Effects()
         let readsOn = state.withLock {
-          $0.receive(element, at: now, after: intervalNanoseconds, &effects)
+          $0.receive(element, at: now, after: intervalNanoseconds, owner: self, &effects)
         }
         perform(effects)
         if !readsOn { return }
