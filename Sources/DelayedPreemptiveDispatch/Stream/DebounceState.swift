@@ -266,4 +266,14 @@ struct DebounceEffects {
   @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
 
   @inlinable init() {}
+
+  /// Whether these effects ask for nothing, as a new value does; see
+  /// ``BurstEffects/isEmpty``.
+  @inlinable var isEmpty: Bool {
+    !resumesConsumer && burst.isEmpty && !startsReading && cancelledReading == nil
+      && watchers.isEmpty
+  }
+
+  /// The stored properties that ``isEmpty`` checks.
+  static let storedPropertyCount = 5
 }
