@@ -112,12 +112,9 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
         effects: &effects)
     }
     // The hot path: a submission joins the pending burst.
-    let (ticket, timer, preempted, endsNow) = lines[at: position].join(
-      at: now, until: requested, work: work, rules: rules, ids: &book.ids)
-    // Stored only when there is one: the caller's `effects` may not be known to be fresh here
-    // (the stream's transition is not inlined into its loop), and storing `nil` releases the
-    // field's old value and retains the new one, on every submission.
-    if let preempted { effects.preempted = preempted }
+    let (ticket, timer, endsNow) = lines[at: position].join(
+      at: now, until: requested, work: work, rules: rules, ids: &book.ids,
+      preempted: &effects.preempted)
     if let timer {
       lines.timerReplaced()
       schedule(timer, for: id, &effects)
