@@ -33,7 +33,8 @@ struct DebounceState<Element: Sendable>: Sendable {
   }
 
   /// What the storage does after a transition, outside the lock: not generic, so that the
-  /// effects built and destroyed on every element need no generic metadata.
+  /// effects that every element's transition reads and writes need no generic metadata. The
+  /// reading task keeps one value for all its elements (``DebounceStorage/read()``).
   @usableFromInline typealias Effects = DebounceEffects
 
   @usableFromInline typealias Lines = SingleLine<Element>
@@ -254,7 +255,8 @@ struct DebounceState<Element: Sendable>: Sendable {
 struct DebounceEffects {
   /// Resume the consumer handed off (``DebounceState/resuming``), its result in
   /// ``DebounceState/delivered``. A flag, not the continuation, so that the effects of a
-  /// transition hold no type of unknown layout: they are built and destroyed on every element.
+  /// transition hold no type of unknown layout: every element's transition reads and writes
+  /// them.
   @usableFromInline var resumesConsumer = false
   /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
   /// interpreter, ``BurstEffects/perform(startWorkers:arm:install:becameIdle:)``.
