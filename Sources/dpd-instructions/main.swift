@@ -17,6 +17,10 @@ import Dispatch
 // The keyed actor's workloads await each call from one task, as a user does: the task hops onto
 // the idle actor and back on the same thread, so the hops are counted with the call.
 //
+// The stream workloads read `calls` elements of a base that never suspends through
+// `debounced(for:)` or `throttled(for:)`, consumed with `for await` in a task: the figure is the
+// operator's cost per element (the reading task's transition, the clock reading, the lock).
+//
 // Every delay is an hour: no timer fires while the process runs, and releasing the instances
 // at the end cancels what is pending.
 
@@ -49,6 +53,12 @@ enum Workload: String, CaseIterable {
   case queueThrottle = "queue-throttle"
   /// `keyed-resubmit` on a keyed queue with `minimumSpacing`.
   case keyedThrottleResubmit = "keyed-throttle-resubmit"
+  /// An element of a base that never suspends, read through `debounced(for:)`: every element
+  /// joins the one burst, whose timer never fires.
+  case streamDebounced = "stream-debounced"
+  /// The same through `throttled(for:)`: the first element is emitted at once, every later one
+  /// joins the burst that waits for the interval's end.
+  case streamThrottled = "stream-throttled"
 
   /// Submissions per burst of the `[Int]` workloads.
   var burst: Int? {
@@ -99,7 +109,7 @@ case .keyedResubmit, .keyedThrottleResubmit:
   for key in 0..<Workload.resubmittedKeys { keyed.delay(key, for: hour) }
 case .lastWins10, .append10, .lastWins10k, .append10k:
   values.delay(-1, for: hour, value: [])
-case .actorArm, .actorResubmit:
+case .actorArm, .actorResubmit, .streamDebounced, .streamThrottled:
   break
 }
 
@@ -130,7 +140,7 @@ func measuredLoop(
   case .lastWins10, .append10, .lastWins10k, .append10k:
     let burst = workload.burst!
     for call in 0..<calls { values.delay(call / burst, for: hour, value: [call]) }
-  case .actorArm, .actorResubmit:
+  case .actorArm, .actorResubmit, .streamDebounced, .streamThrottled:
     break
   }
 }
@@ -154,6 +164,43 @@ func measuredLoopOnActor(
   default:
     break
   }
+}
+
+/// `0..<count` as an `AsyncSequence` that never suspends, as swift-async-algorithms'
+/// `(0..<count).async` in the stream benchmarks.
+struct NeverSuspending: AsyncSequence, Sendable {
+  let count: Int
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var next = 0
+    let count: Int
+
+    mutating func next() async -> Int? {
+      guard next < count else { return nil }
+      defer { next += 1 }
+      return next
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
+}
+
+/// The stream workloads' measured loop: `calls` elements through the operator, consumed in the
+/// task that runs it. The timer is an hour away, so the base's end emits the last element.
+@Sendable @inline(never)
+func measuredLoopOnStream(_ workload: Workload, calls: Int) async {
+  let hour = Duration.seconds(3_600)
+  let base = NeverSuspending(count: calls)
+  var last: Int?
+  switch workload {
+  case .streamDebounced:
+    for await element in base.debounced(for: hour) { last = element }
+  case .streamThrottled:
+    for await element in base.throttled(for: hour) { last = element }
+  default:
+    break
+  }
+  precondition(last == calls - 1, "\(workload.rawValue) emitted \(String(describing: last)) last")
 }
 
 /// Runs `body` in a task of its own and blocks until it has returned, so that the top-level code
@@ -182,6 +229,8 @@ case .actorArm, .actorResubmit:
   runTask { [actor, workload, calls] in
     await measuredLoopOnActor(workload, calls: calls, actor: actor)
   }
+case .streamDebounced, .streamThrottled:
+  runTask { [workload, calls] in await measuredLoopOnStream(workload, calls: calls) }
 default:
   measuredLoop(workload, calls: calls, queue: queue, keyed: keyed, values: values)
 }

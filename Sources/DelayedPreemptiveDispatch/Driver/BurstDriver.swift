@@ -112,9 +112,9 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
         effects: &effects)
     }
     // The hot path: a submission joins the pending burst.
-    let (ticket, timer, preempted, endsNow) = lines[at: position].join(
-      at: now, until: requested, work: work, rules: rules, ids: &book.ids)
-    effects.preempted = preempted
+    let (ticket, timer, endsNow) = lines[at: position].join(
+      at: now, until: requested, work: work, rules: rules, ids: &book.ids,
+      preempted: &effects.preempted)
     if let timer {
       lines.timerReplaced()
       schedule(timer, for: id, &effects)

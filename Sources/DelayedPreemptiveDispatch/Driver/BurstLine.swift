@@ -83,22 +83,24 @@ struct BurstLine<Work: Sendable>: Sendable {
 
   /// A submission to the pending burst when no `maxSubmissions` can end it: the hot path of
   /// every shell, kept apart from the start of a burst so that it moves no run, record or flag
-  /// it does not need. A returned timer replaces the live one, which is then stale.
+  /// it does not need. A returned timer replaces the live one, which is then stale. The burst's
+  /// record goes into `preempted` when tasks await its tickets
+  /// (``TicketLedger/join(seq:preempted:)``).
   ///
   /// - Precondition: the line is pending, and `rules.maxSubmissions` is `nil`.
   @inlinable @inline(__always)
   mutating func join(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
-    ids: inout BurstIDs
-  ) -> (ticket: DelayTicket, timer: TimerRequest?, preempted: BurstRecord?, endsNow: Bool) {
+    ids: inout BurstIDs, preempted: inout BurstRecord?
+  ) -> (ticket: DelayTicket, timer: TimerRequest?, endsNow: Bool) {
     let (seq, timer, endsNow) = machine.join(
       at: now, until: requested, work: work, rules: rules, ids: &ids)
-    let (ticket, preempted) = ledger.join(seq: seq)
-    return (ticket, timer, preempted, endsNow)
+    let ticket = ledger.join(seq: seq, preempted: &preempted)
+    return (ticket, timer, endsNow)
   }
 
-  /// Ends the pending burst that a submission made due at `now` (``join(at:until:work:rules:ids:)``
-  /// said `endsNow`).
+  /// Ends the pending burst that a submission made due at `now`
+  /// (``join(at:until:work:rules:ids:preempted:)`` said `endsNow`).
   @inlinable
   mutating func endDueBurst(at now: TimelineInstant, rules: BurstRules) -> BurstEnding<Work> {
     let (work, end) = machine.endDueBurst(at: now, rules: rules)

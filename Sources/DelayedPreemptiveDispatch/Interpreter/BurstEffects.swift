@@ -33,6 +33,20 @@ struct BurstEffects: Sendable {
   @inlinable
   init() {}
 
+  /// Whether these effects ask for nothing, as a new value does. A shell that keeps one value
+  /// for many events (the stream, one event per element, most of which ask for nothing) empties
+  /// it again only when this is false: building and destroying a value per event costs more
+  /// than the event's transition. Every stored property is checked
+  /// (``storedPropertyCount``, which a test compares with the type's own).
+  @inlinable var isEmpty: Bool {
+    resolution == nil && resolutions == nil && preempted == nil && workersToStart == 0
+      && timer == nil && cancelledTimer == nil && !cancelsRunningRun && !becameBusy
+      && !becameIdle && !moreDue
+  }
+
+  /// The stored properties that ``isEmpty`` checks.
+  static let storedPropertyCount = 10
+
   /// How many bursts this event ended.
   @inlinable var endedCount: Int { (resolution == nil ? 0 : 1) + (resolutions?.count ?? 0) }
 

@@ -33,7 +33,8 @@ struct DebounceState<Element: Sendable>: Sendable {
   }
 
   /// What the storage does after a transition, outside the lock: not generic, so that the
-  /// effects built and destroyed on every element need no generic metadata.
+  /// effects that every element's transition reads and writes need no generic metadata. The
+  /// reading task keeps one value for all its elements (``DebounceStorage/read()``).
   @usableFromInline typealias Effects = DebounceEffects
 
   @usableFromInline typealias Lines = SingleLine<Element>
@@ -42,10 +43,6 @@ struct DebounceState<Element: Sendable>: Sendable {
   @usableFromInline var phase = Phase.idle
   /// A due element the consumer has not taken yet; a newer due element replaces it.
   @usableFromInline var due: Element?
-  /// The consumer waiting in `next()`.
-  @usableFromInline var consumer: Consumer?
-  /// The consumer handed off, to be resumed outside the lock (``Effects/resumesConsumer``).
-  @usableFromInline var resuming: Consumer?
   /// What the consumer handed off gets; it takes it under the lock once resumed.
   @usableFromInline var delivered: Result<Element?, any Error>?
   @usableFromInline var reading: Task<Void, Never>?
@@ -57,6 +54,13 @@ struct DebounceState<Element: Sendable>: Sendable {
   /// `throttled(for:latest: false)`: a burst keeps its first element instead of its last, with
   /// the `combine` merge of the keyed types (a merge that keeps what it has).
   @usableFromInline let keepsFirst: Bool
+  // The continuations last: the standard library's `CheckedContinuation` is resilient, so the
+  // offset of every field after one is read from the type's metadata at run time; the
+  // per-element path reads only the fields above.
+  /// The consumer waiting in `next()`.
+  @usableFromInline var consumer: Consumer?
+  /// The consumer handed off, to be resumed outside the lock (``Effects/resumesConsumer``).
+  @usableFromInline var resuming: Consumer?
 
   @inlinable
   init(options: DelayOptions, keepsFirst: Bool = false) {
@@ -129,15 +133,18 @@ struct DebounceState<Element: Sendable>: Sendable {
   // MARK: - The base
 
   /// An element of the base at `now`, due `interval` nanoseconds later; returns whether to read
-  /// on.
+  /// on. `owner` is what the driver's tickets would name, had it any to make (``TicketLedger``
+  /// makes none for a stream): the storage, passed in, rather than a global that every element
+  /// would load through a lazy initialiser.
   @inlinable mutating func receive(
-    _ element: Element, at now: TimelineInstant, after interval: Int64, _ effects: inout Effects
+    _ element: Element, at now: TimelineInstant, after interval: Int64, owner: AnyObject,
+    _ effects: inout Effects
   ) -> Bool {
     guard case .reading = phase else { return false }
     var work = element
     if keepsFirst, let first = driver.takeValueToCombine(Lines.LineID()) { work = first }
     _ = driver.delay(
-      Lines.LineID(), .nanoseconds(interval), now: now, work: work, owner: noTicketOwner,
+      Lines.LineID(), .nanoseconds(interval), now: now, work: work, owner: owner,
       effects: &effects.burst)
     emitDecided(&effects)
     return true
@@ -216,8 +223,15 @@ struct DebounceState<Element: Sendable>: Sendable {
 
   /// Emits the runs the driver decided, oldest first: each is an element due now, and a newer
   /// one replaces an older one the consumer has not taken.
-  @inlinable mutating func emitDecided(_ effects: inout Effects) {
+  @inlinable @inline(__always) mutating func emitDecided(_ effects: inout Effects) {
     guard effects.burst.workersToStart > 0 else { return }
+    emitRuns(&effects)
+  }
+
+  /// ``emitDecided(_:)`` when the driver decided runs: out of line, so that an element that
+  /// decides none (nearly every one) checks a count and moves on, without setting up the
+  /// consumer's continuation, whose layout is known only at run time.
+  @inlinable @inline(never) mutating func emitRuns(_ effects: inout Effects) {
     effects.burst.workersToStart = 0
     var finished: Lines.LineID?
     while let next = driver.nextRun(finishing: finished).run {
@@ -241,7 +255,8 @@ struct DebounceState<Element: Sendable>: Sendable {
 struct DebounceEffects {
   /// Resume the consumer handed off (``DebounceState/resuming``), its result in
   /// ``DebounceState/delivered``. A flag, not the continuation, so that the effects of a
-  /// transition hold no type of unknown layout: they are built and destroyed on every element.
+  /// transition hold no type of unknown layout: every element's transition reads and writes
+  /// them.
   @usableFromInline var resumesConsumer = false
   /// The timer steps (cancel the replaced timer, arm the new one), performed by the one
   /// interpreter, ``BurstEffects/perform(startWorkers:arm:install:becameIdle:)``.
@@ -253,4 +268,14 @@ struct DebounceEffects {
   @usableFromInline var watchers: [CheckedContinuation<Void, Never>] = []
 
   @inlinable init() {}
+
+  /// Whether these effects ask for nothing, as a new value does; see
+  /// ``BurstEffects/isEmpty``.
+  @inlinable var isEmpty: Bool {
+    !resumesConsumer && burst.isEmpty && !startsReading && cancelledReading == nil
+      && watchers.isEmpty
+  }
+
+  /// The stored properties that ``isEmpty`` checks.
+  static let storedPropertyCount = 5
 }

@@ -89,14 +89,20 @@ where Base.Element: Sendable, C.Duration == Duration {
   func read() async {
     defer { state.withLock { $0.readingEnded = true } }
     var iterator = base.makeAsyncIterator()
+    // One effects value for every element, emptied again only after an element that left
+    // effects: most elements leave none, and building and destroying a value per element cost
+    // more than the element's transition.
+    var effects = State.Effects()
     do {
       while let element = try await iterator.next() {
         let now = timeline.now()
-        var effects = State.Effects()
         let readsOn = state.withLock {
-          $0.receive(element, at: now, after: intervalNanoseconds, &effects)
+          $0.receive(element, at: now, after: intervalNanoseconds, owner: self, &effects)
         }
-        perform(effects)
+        if !effects.isEmpty {
+          perform(effects)
+          effects = State.Effects()
+        }
         if !readsOn { return }
       }
       baseEnded(.success(()))

@@ -18,11 +18,15 @@ package final class LockBox<State> {
     (UnsafeMutableRawPointer(lock) + Self.stateOffset).assumingMemoryBound(to: State.self)
   }
 
+  /// - Precondition: `State` needs no alignment beyond ``maxStateAlignment``.
   package init(_ initialState: State) {
+    precondition(
+      MemoryLayout<State>.alignment <= Self.maxStateAlignment,
+      "LockBox: \(State.self) needs an alignment of \(MemoryLayout<State>.alignment) bytes")
     let stateOffset = Self.stateOffset
     let storage = UnsafeMutableRawPointer.allocate(
       byteCount: stateOffset + MemoryLayout<State>.size,
-      alignment: max(MemoryLayout<Lock>.alignment, MemoryLayout<State>.alignment))
+      alignment: max(MemoryLayout<Lock>.alignment, Self.maxStateAlignment))
     (storage + stateOffset).bindMemory(to: State.self, capacity: 1).initialize(to: initialState)
     lock = storage.bindMemory(to: Lock.self, capacity: 1)
     PlatformLock.initialize(lock)
@@ -34,11 +38,17 @@ package final class LockBox<State> {
     UnsafeMutableRawPointer(lock).deallocate()
   }
 
-  /// Where the state starts in the storage: after the lock, aligned for `State`.
+  /// Where the state starts in the storage: after the lock, aligned for any `State`.
+  ///
+  /// A constant that does not depend on `State`: a state that holds a type of the standard
+  /// library whose layout is known only at run time (the stream's `CheckedContinuation`) would
+  /// otherwise have its alignment read from its metadata on every access.
   @inlinable static var stateOffset: Int {
-    let alignment = MemoryLayout<State>.alignment
-    return (MemoryLayout<Lock>.size + alignment - 1) / alignment * alignment
+    (MemoryLayout<Lock>.size + maxStateAlignment - 1) / maxStateAlignment * maxStateAlignment
   }
+
+  /// The largest alignment a state may need (that of any type the library keeps under a lock).
+  @inlinable static var maxStateAlignment: Int { 16 }
 
   /// Runs `body` with exclusive access to the state.
   @inlinable

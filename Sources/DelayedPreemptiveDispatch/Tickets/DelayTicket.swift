@@ -8,19 +8,21 @@
 /// if await ticket.outcome == .executed { print("searched for \(text)") }
 /// ```
 public struct DelayTicket: Sendable {
-  private enum Storage: Sendable {
+  // `@usableFromInline`, with inlinable inits, so that a client that drops a ticket (the stream
+  // makes one per element) does not call out to build and destroy it.
+  @usableFromInline enum Storage: Sendable {
     case resolved(DelayOutcome)
     case pending(BurstRecord, UInt64, leading: Bool)
   }
 
-  private let storage: Storage
+  @usableFromInline let storage: Storage
 
-  @usableFromInline
+  @inlinable
   init(record: BurstRecord, seq: UInt64, leading: Bool) {
     storage = .pending(record, seq, leading: leading)
   }
 
-  @usableFromInline
+  @inlinable
   init(resolved outcome: DelayOutcome) {
     storage = .resolved(outcome)
   }

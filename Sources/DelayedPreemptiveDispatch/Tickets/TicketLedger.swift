@@ -50,14 +50,26 @@ struct TicketLedger: Sendable {
   /// (``BurstEffects/preempted``), since nothing resumes under an instance's lock.
   @inlinable @inline(__always)
   mutating func join(seq: UInt64) -> (ticket: DelayTicket, preempted: BurstRecord?) {
+    var preempted: BurstRecord?
+    let ticket = join(seq: seq, preempted: &preempted)
+    return (ticket, preempted)
+  }
+
+  /// ``join(seq:)`` that stores the record into `preempted` only when tasks await its tickets,
+  /// and leaves it as it is otherwise: the driver's hot path passes its effects' field, so
+  /// that a submission nobody awaits stores, retains and releases nothing there (a `nil`
+  /// returned and stored released the field's old value in a caller whose effects live across
+  /// submissions, the stream's).
+  @inlinable @inline(__always)
+  mutating func join(seq: UInt64, preempted: inout BurstRecord?) -> DelayTicket {
     guard let current else {
       guard tracking == .none else {
         preconditionFailure("Internal inconsistency: submission \(seq) joined no burst")
       }
-      return (DelayTicket(resolved: .preempted), nil)
+      return DelayTicket(resolved: .preempted)
     }
-    let waiting = reportsPreemption && !keepsAll && current.notePreempted(below: seq)
-    return (DelayTicket(record: current, seq: seq, leading: false), waiting ? current : nil)
+    if reportsPreemption && !keepsAll && current.notePreempted(below: seq) { preempted = current }
+    return DelayTicket(record: current, seq: seq, leading: false)
   }
 
   /// Brings `record` up to date if it is the current burst's; `lastSeq` is the machine's. The

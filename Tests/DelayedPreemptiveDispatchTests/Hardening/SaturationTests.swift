@@ -120,7 +120,55 @@ import Testing
   ])
   func saturatingNanosecondsClampsEveryDuration(duration: Duration, expected: Int64) {
     #expect(duration.saturatingNanoseconds == expected)
-    // The path of systems without `Duration.attoseconds` (Apple systems before 2024).
+    // The reference, through `components`.
     #expect(duration.saturatingNanosecondsFromComponents == expected)
+  }
+
+  /// The 64-bit arithmetic of `saturatingNanoseconds` against the two references, the 128-bit
+  /// division of `attoseconds` and `components`: at the edges of each of its branches (the
+  /// sign, the carry of the negation, the high word at 10^9, the result at `Int64`'s bounds)
+  /// and for 200,000 words drawn at random, in both signs.
+  @Test func saturatingNanosecondsMatchesTheReferencesEverywhere() {
+    let highs: [Int64] = [
+      0, 1, -1, 2, -2, 999_999_999, 1_000_000_000, 1_000_000_001, -999_999_999, -1_000_000_000,
+      -1_000_000_001, 500_000_000, -500_000_000, 499_999_999, -500_000_001, Int64.max, Int64.min,
+      Int64.max - 1, Int64.min + 1,
+    ]
+    let lows: [UInt64] = [
+      0, 1, 2, 999_999_999, 1_000_000_000, 1_000_000_001, UInt64.max, UInt64.max - 1,
+      UInt64(Int64.max), UInt64(Int64.max) + 1, 709_551_615, 709_551_616,
+    ]
+    var durations: [Duration] = []
+    for high in highs {
+      for low in lows { durations.append(Duration(_high: high, low: low)) }
+    }
+    // Around the bounds of the result: Int64.max and Int64.min nanoseconds, and one either side.
+    for nanoseconds: Int64 in [.max, .min, .max - 1, .min + 1, 0, 1, -1] {
+      let attoseconds = Duration.nanoseconds(nanoseconds)
+      for offset: Int64 in [-1_000_000_000, -1, 0, 1, 999_999_999, 1_000_000_000] {
+        durations.append(attoseconds + .nanoseconds(1) / 1_000_000_000 * offset)
+      }
+    }
+    var random = StateMachineModelTests.SplitMix64(state: 0x5eed_da7a)
+    for _ in 0..<200_000 {
+      // The high word mostly in the range that does not saturate, where the arithmetic is.
+      let high =
+        random.next() % 4 == 0
+        ? Int64(bitPattern: random.next())
+        : Int64(bitPattern: random.next() % 2_000_000_002) - 1_000_000_001
+      durations.append(Duration(_high: high, low: random.next()))
+    }
+    var mismatches: [Duration] = []
+    for duration in durations
+    where duration.saturatingNanoseconds != duration.saturatingNanosecondsFromComponents {
+      mismatches.append(duration)
+    }
+    #expect(mismatches.isEmpty, "\(mismatches.prefix(5).map { ($0._high, $0._low) })")
+    if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+      for duration in durations.prefix(10_000) {
+        #expect(
+          duration.saturatingNanoseconds == Int64(clamping: duration.attoseconds / 1_000_000_000))
+      }
+    }
   }
 }
