@@ -35,7 +35,7 @@ out=.build-bench
 if [[ $report_only -eq 0 ]]; then
   mkdir -p "$out"
   rm -f "$out"/postgres-run-*.jsonl
-  swift build -c release --package-path Postgres --product dpd-postgres-worker
+  swift build -c release --package-path Postgres --product dpd-postgres-demo
   swift build -c release --package-path Postgres --product dpd-postgres-bench
   python="$(scripts/postgres-peers/setup.sh | tail -1)"
   bench=Postgres/.build/release/dpd-postgres-bench

@@ -139,7 +139,7 @@ def section(runs):
     if to_statement:
         lines.append(
             f"| (beside it: `delay`, 1 producer, to its own statement sent by hand from 1 producer) | "
-            f"{cell(to_statement, 2, '×')} | the database's share, see below |")
+            f"{cell(to_statement, 2, '×')} | no target: the package's own share, see below |")
     to_hand = ratios(runs, value_of(OURS, "transaction", mix="by hand", producers=1),
                      value_of(OURS, "transaction", mix="delay(on:)", producers=1))
     if to_hand:

@@ -14,7 +14,7 @@
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
-// 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-worker processes (runs/s).
+// 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-demo worker processes (runs/s).
 // 3. lateness: deadline to handler start, one worker, 300 keys with 20 ms delays, on an idle
 //    queue and while 64 producers submit.
 // 4. transaction: one producer, each call a transaction of one submission
@@ -92,8 +92,6 @@ struct Figure: Encodable {
   var p99: Double?
   var max: Double?
   var samples: Int?
-  /// This process's CPU time per call, in microseconds (see `lastCPUPerCall`).
-  var cpuPerCall: Double?
   var note: String?
 }
 
@@ -112,29 +110,11 @@ func seconds(_ duration: Duration) -> Double {
   Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
-/// The CPU time this process has used so far (user and system), in microseconds.
-func processCPUMicroseconds() -> Double {
-  var usage = rusage()
-  #if canImport(Glibc)
-    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-  #else
-    getrusage(RUSAGE_SELF, &usage)
-  #endif
-  func micro(_ time: timeval) -> Double { Double(time.tv_sec) * 1e6 + Double(time.tv_usec) }
-  return micro(usage.ru_utime) + micro(usage.ru_stime)
-}
-
-/// The client CPU time per call of the last `rate` point, in microseconds: this process's user
-/// and system time (the package's work, the driver's, and the hops between threads) divided by
-/// the calls. Steadier than the rate on a loaded machine, where the rate also measures waiting.
-nonisolated(unsafe) var lastCPUPerCall = 0.0
-
 /// Runs `producers` tasks that each call `body` one call after another until `pointSeconds`
 /// have passed; returns the calls per second.
 func rate(producers: Int, _ body: @escaping @Sendable (Int, Int) async throws -> Void) async throws
   -> Double
 {
-  let cpuStart = processCPUMicroseconds()
   let start = ContinuousClock.now
   let end = start + .seconds(pointSeconds)
   let calls = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -151,7 +131,6 @@ func rate(producers: Int, _ body: @escaping @Sendable (Int, Int) async throws ->
     return try await group.reduce(0, +)
   }
   let elapsed = seconds(ContinuousClock.now - start)
-  lastCPUPerCall = (processCPUMicroseconds() - cpuStart) / Double(max(calls, 1))
   return Double(calls) / elapsed
 }
 
@@ -170,27 +149,17 @@ if parts.contains("floor") {
     let floor = try await rate(producers: producers) { _, _ in
       try await client.query("SELECT 1")
     }
-    progress(
-      String(
-        format: "client floor %d producers: %.0f/s, %.1f µs CPU a call", producers, floor,
-        lastCPUPerCall))
-    emit(
-      Figure(
-        figure: "floor", producers: producers, value: floor, unit: "/s",
-        cpuPerCall: lastCPUPerCall))
+    progress(String(format: "client floor %d producers: %.0f/s", producers, floor))
+    emit(Figure(figure: "floor", producers: producers, value: floor, unit: "/s"))
   }
   for producers in [1, 8] {
     let floor = try await rate(producers: producers) { producer, index in
       try await submitByHand(HandSentSubmission(key: "s\(producer)-\(index)"))
     }
-    progress(
-      String(
-        format: "statement floor %d producers: %.0f/s, %.1f µs CPU a call", producers, floor,
-        lastCPUPerCall))
+    progress(String(format: "statement floor %d producers: %.0f/s", producers, floor))
     emit(
       Figure(
         figure: "statement-floor", producers: producers, value: floor, unit: "/s",
-        cpuPerCall: lastCPUPerCall,
         note: "dpd_submit with one submission, prepared, sent by hand through PostgresClient"))
     try await reset()
   }
@@ -207,14 +176,8 @@ if parts.contains("submit") {
           ? "hot-\((producer + index / 10) % 100)" : "p\(producer)-\(index)"
         try await submitQueue.delay(key, for: .seconds(3600), value: 1)
       }
-      progress(
-        String(
-          format: "submit %@ %d producers: %.0f/s, %.1f µs CPU a call", mix, producers, rate,
-          lastCPUPerCall))
-      emit(
-        Figure(
-          figure: "submit", mix: mix, producers: producers, value: rate, unit: "/s",
-          cpuPerCall: lastCPUPerCall))
+      progress(String(format: "submit %@ %d producers: %.0f/s", mix, producers, rate))
+      emit(Figure(figure: "submit", mix: mix, producers: producers, value: rate, unit: "/s"))
       try await reset()
     }
   }
@@ -227,13 +190,14 @@ if parts.contains("drain") {
   let workerCount = 3
   let workerConcurrency = 32
   let workerPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("dpd-postgres-worker").path
+    .appendingPathComponent("dpd-postgres-demo").path
   var workers: [Process] = []
   for _ in 0..<workerCount {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: workerPath)
     process.arguments = [
-      "run", "--name", drainName, "--log-level", "error", "--concurrency", "\(workerConcurrency)",
+      "worker", "--name", drainName, "--log-level", "error",
+      "--concurrency", "\(workerConcurrency)",
     ]
     process.environment = ProcessInfo.processInfo.environment
     // The worker prints a line per run; the drain measures the runs, not a terminal.
@@ -365,11 +329,10 @@ if parts.contains("transaction") {
       }
     }
     progress(
-      String(format: "transaction, %@: %.0f/s, %.1f µs CPU a call", way, rate, lastCPUPerCall))
+      String(format: "transaction, %@: %.0f/s", way, rate))
     emit(
       Figure(
         figure: "transaction", mix: way, producers: 1, value: rate, unit: "/s",
-        cpuPerCall: lastCPUPerCall,
         note: "one submission per transaction (PostgresClient.withTransaction), one producer"))
     try await reset()
   }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The server's instructions per submission of `delay`'s statement, as callgrind counts them:
+# repeatable where the wall clock on this shared machine moves by 10 to 25 %.
+#
+#   scripts/postgres-instructions.sh [--batch N] BENCH...
+#
+# BENCH is a dpd-postgres-bench binary (a release build; an older commit's build compares that
+# commit's statement with today's). For each one: a fresh server (scripts/postgres.sh), the
+# bench's migration and starting table (10^5 pending keys of another queue, statistics taken),
+# then the server is stopped and a single-user backend (`postgres --single`) under
+# `valgrind --tool=callgrind` runs the bench's own pgbench statement, prepared once and executed
+# 300 and then 900 times, each execution a transaction of N submissions with fresh keys
+# (N = 1 by default; 64 is near the batches that 64 producers make). The figure is
+# (I(900) - I(300)) / 600 / N: instructions per submission, the start-up and the preparation
+# cancelled out.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+batch=1
+if [[ "${1:-}" == "--batch" ]]; then batch="$2"; shift 2; fi
+[[ $# -ge 1 ]] || { echo "usage: $0 [--batch N] BENCH..." >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "$0: valgrind is missing" >&2; exit 1; }
+
+work=$(mktemp -d)
+export DPD_POSTGRES_STATE="$work/server.state"
+trap 'scripts/postgres.sh stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+for bench in "$@"; do
+  scripts/postgres.sh stop >/dev/null 2>&1 || true
+  url=$(scripts/postgres.sh start)
+  DPD_POSTGRES_URL="$url" DPD_BENCH_PARTS=none "$bench" >/dev/null
+  "$bench" --pgbench-script bench-submit | grep -v '^\\set' >"$work/statement.sql"
+  # shellcheck disable=SC1090
+  source "$DPD_POSTGRES_STATE"   # BIN, DIR
+  scripts/postgres.sh down >/dev/null
+  declare -A total=()
+  for runs in 300 900; do
+    rm -rf "$work/data"
+    cp -a "$DIR/data" "$work/data"
+    python3 - "$work/statement.sql" "$runs" "$batch" >"$work/input.sql" <<'PY'
+import sys
+statement = open(sys.argv[1]).read().strip().rstrip(";")
+runs, batch = int(sys.argv[2]), int(sys.argv[3])
+if batch > 1:
+    for single, many in [
+        ("ARRAY['k' || :k]::text[]",
+         f"(SELECT array_agg('k' || (:k * 1000 + g)) FROM generate_series(1, {batch}) g)::text[]"),
+        ("ARRAY['1']::text[]", f"array_fill('1'::text, ARRAY[{batch}])"),
+        ("ARRAY[3600000]::float8[]", f"array_fill(3600000::float8, ARRAY[{batch}])"),
+    ]:
+        if single not in statement:
+            sys.exit(f"postgres-instructions.sh: the statement has no {single}")
+        statement = statement.replace(single, many)
+print("PREPARE submit(bigint) AS " + statement.replace(":k", "$1") + ";\n")
+for index in range(runs):
+    print(f"EXECUTE submit({1_000_000 + index});\n")
+PY
+    chown -R postgres "$work"
+    runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
+      "$BIN/postgres" --single -j -c fsync=off -c synchronous_commit=off -D "$work/data" dpd \
+      <"$work/input.sql" >"$work/backend.log" 2>&1
+    if grep -q "ERROR" "$work/backend.log"; then
+      grep -m3 "ERROR" "$work/backend.log" >&2
+      exit 1
+    fi
+    total[$runs]=$(sed -n 's/^summary: //p' "$work/callgrind.out")
+  done
+  python3 -c "print('$bench: %.0f server instructions per submission (batches of $batch)' % ((${total[900]} - ${total[300]}) / 600 / $batch))"
+  scripts/postgres.sh up >/dev/null
+done
