@@ -129,18 +129,6 @@ extension PostgresDelayedPreemptiveQueue {
   static var timerLoop: any EventLoop { MultiThreadedEventLoopGroup.singleton.any() }
 }
 
-extension TimeAmount {
-  /// `duration`, to the nanosecond; at most 285 years (what `TimeAmount` holds), at least zero.
-  init(_ duration: Duration) {
-    let (seconds, attoseconds) = duration.components
-    guard seconds < 9_000_000_000 else {
-      self = .seconds(9_000_000_000)
-      return
-    }
-    self = .nanoseconds(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-  }
-}
-
 /// Sleeps; returns false when cancelled.
 private func sleep(for duration: Duration) async -> Bool {
   do {
