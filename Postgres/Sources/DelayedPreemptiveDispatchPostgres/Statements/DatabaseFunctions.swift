@@ -25,7 +25,9 @@ enum DatabaseFunctions {
       boolean, float8, text[] DEFAULT NULL)
     RETURNS boolean LANGUAGE plpgsql AS $dpd_submit$
     #variable_conflict use_column
-    DECLARE notified boolean;
+    DECLARE
+      notified boolean;
+      \(DelayStatement.now) timestamptz := clock_timestamp();
     BEGIN
       IF $10 IS NULL THEN
         \(DelayStatement.upsertSQL(tracingContexts: false))

@@ -46,32 +46,34 @@ struct DelayStatement: PostgresPreparedStatement {
       INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted\(
         tracingContexts ? ", traces" : ""))
       SELECT $1, s.key, s.value::jsonb,
-        CASE WHEN $7 <= 1 THEN now.t
-          ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        CASE WHEN $7 <= 1 THEN now.t
-          ELSE now.t + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        now.t\(tracingContexts ? insertedTraces : "")
+        CASE WHEN $7 <= 1 THEN \(now)
+          ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        CASE WHEN $7 <= 1 THEN \(now)
+          ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        \(now)\(tracingContexts ? insertedTraces : "")
       FROM \(tracingContexts
         ? "unnest($2::text[], $3::text[], $4::float8[], $10::text[]) AS s(key, value, delay, trace)"
-        : "unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay)"),
-        (SELECT clock_timestamp() AS t) AS now
+        : "unnest($2::text[], $3::text[], $4::float8[]) AS s(key, value, delay)")
       ORDER BY s.key
       ON CONFLICT (name, key) DO UPDATE SET
         value = CASE WHEN \(fresh) THEN excluded.value
-          WHEN \(intoHead) THEN \(merged("b.value")) ELSE b.value END,
+          WHEN \(startsBehind) OR b.later <> '[]'::jsonb THEN b.value
+          ELSE \(merged("b.value")) END,
         later = CASE WHEN \(fresh) THEN '[]'::jsonb
-          WHEN \(intoLast) THEN jsonb_set(b.later,
+          WHEN \(startsBehind) THEN b.later || jsonb_build_array(excluded.value)
+          WHEN b.later <> '[]'::jsonb THEN jsonb_set(b.later,
             ARRAY[(jsonb_array_length(b.later) - 1)::text], \(merged("(b.later -> -1)")))
-          WHEN \(newBurst) THEN b.later || jsonb_build_array(excluded.value)
           ELSE b.later END,
-        submissions = \(newestSubmissions),
+        submissions = CASE WHEN \(fresh) OR \(startsBehind) THEN 1 ELSE b.submissions + 1 END,
         traces = \(tracingContexts ? mergedTraces : countedTraces),
         generation = b.generation + 1,
-        first_submitted = CASE WHEN \(startsBurst) THEN excluded.first_submitted
+        first_submitted = CASE WHEN \(fresh) OR \(startsBehind) THEN excluded.first_submitted
           ELSE b.first_submitted END,
-        deadline = \(newestDeadline),
-        due_at = CASE WHEN \(fresh) OR \(intoHead)
-          THEN greatest(\(newestDeadline), \(SQLFragment.spacedFrom("$9"))) ELSE b.due_at END,
+        deadline = CASE WHEN \(fresh) OR \(startsBehind) THEN excluded.deadline
+          ELSE \(joinedDeadline) END,
+        due_at = CASE WHEN \(fresh) THEN greatest(excluded.deadline, \(spaced))
+          WHEN \(startsBehind) OR b.later <> '[]'::jsonb THEN b.due_at
+          ELSE greatest(\(joinedDeadline), \(spaced)) END,
         attempts = CASE WHEN \(fresh) THEN 0 ELSE b.attempts END,
         last_error = CASE WHEN \(fresh) THEN NULL ELSE b.last_error END,
         failed = false,
@@ -99,37 +101,40 @@ struct DelayStatement: PostgresPreparedStatement {
   /// `safetyPoll` bounds the wait.
   static let claimRaceMargin = "250 milliseconds"
 
-  /// The row holds no burst: the submission makes it a fresh burst.
+  // The submission's place in a row that holds bursts, decided by the CASE branches below in
+  // their order (each branch is reached only when the ones before it did not match):
+  // - `fresh`: the row holds no burst (a failure of schema version 5, or a row kept only for
+  //   the spacing); the submission makes it a fresh burst.
+  // - `startsBehind`: the newest burst takes no more submissions (it reached `maxSubmissions`),
+  //   or the head was claimed (it runs, or waits for the retry of a run that threw: P17, its
+  //   value stays its own) and nothing waits behind it; the submission starts a new burst at the
+  //   end of `later`.
+  // - otherwise, when `later` holds bursts, the submission joins the newest of them (the last
+  //   one in `later`);
+  // - otherwise it joins the head, which waits for its first run.
+  // Each condition is written once per column, so that the database compiles a small
+  // expression for each execution.
+
+  /// The row holds no burst.
   private static let fresh = SQLFragment.holdsNoBurst
-  /// The newest burst has received `maxSubmissions`: it takes no more.
-  private static let newestIsFull = "(b.submissions >= coalesce($7, 2147483647))"
-  /// The head has been claimed: it runs, or it ran and waits for its retry (P17: a submission
-  /// during the retry's backoff never joins the failed head, whose value stays its own).
-  private static let headClaimed = SQLFragment.headClaimed
-  /// The submission joins the head, which is the newest burst, waiting for its first run and not
-  /// full.
-  private static let intoHead =
-    "(NOT \(fresh) AND NOT \(headClaimed) AND b.later = '[]'::jsonb AND NOT \(newestIsFull))"
-  /// The submission joins the newest burst, which waits in `later` and is not full.
-  private static let intoLast =
-    "(NOT \(fresh) AND b.later <> '[]'::jsonb AND NOT \(newestIsFull))"
-  /// The submission starts a new burst at the end of `later`: the head runs or waits for its
-  /// retry and nothing waits behind it, or the newest burst is full.
-  private static let newBurst = """
-    (NOT \(fresh) AND ((\(headClaimed) AND b.later = '[]'::jsonb) OR \(newestIsFull)))
+  /// Given a row that holds bursts: the submission starts a new burst behind them.
+  private static let startsBehind = """
+    (b.submissions >= coalesce($7, 2147483647)
+      OR (\(SQLFragment.headClaimed) AND b.later = '[]'::jsonb))
     """
-  /// The submission starts a burst: a new one behind the others, or a fresh one that replaces
-  /// a failure or an idle row.
-  private static let startsBurst = "(\(fresh) OR \(newBurst))"
-  /// The newest burst's submissions after this one.
-  private static let newestSubmissions =
-    "(CASE WHEN \(startsBurst) THEN 1 ELSE b.submissions + 1 END)"
-  /// The newest burst's deadline: the instant it reached `maxSubmissions`, or as a deadline
-  /// moves in-process.
-  private static let newestDeadline = """
-    (CASE WHEN \(newestSubmissions) >= coalesce($7, 2147483647) THEN excluded.first_submitted
-      WHEN \(startsBurst) THEN excluded.deadline ELSE \(mergedDeadline) END)
+  /// The deadline of the burst the submission joins: the instant it reached `maxSubmissions`,
+  /// or as a deadline moves in-process. (A burst the submission starts has the submission's
+  /// deadline, which is already the instant of its call when `maxSubmissions` is 1.)
+  private static let joinedDeadline = """
+    (CASE WHEN b.submissions + 1 >= coalesce($7, 2147483647) THEN excluded.first_submitted
+      ELSE \(mergedDeadline) END)
     """
+  /// The instant of the submissions: `dpd_submit`'s variable, read once from `clock_timestamp()`
+  /// before the statement (see ``DatabaseFunctions``), so that the statement needs no join to
+  /// read it.
+  static let now = "submitted_at"
+  /// The key's last run start plus `minimumSpacing` ($9): a waiting head is due no sooner.
+  private static let spaced = SQLFragment.spacedFrom("$9")
   /// The burst's value with the submission's merged in: replaced, or appended (`.append`).
   private static func merged(_ burst: String) -> String {
     "(CASE WHEN $8 THEN \(burst) || excluded.value ELSE excluded.value END)"
@@ -144,7 +149,8 @@ struct DelayStatement: PostgresPreparedStatement {
   /// The trace records after a submission without a context: a fresh burst has none; a new
   /// burst fixes the count of the newest one, which stops taking submissions.
   private static let countedTraces = """
-    (CASE WHEN \(fresh) THEN '[]'::jsonb WHEN \(newBurst) THEN \(newestCounted) ELSE b.traces END)
+    (CASE WHEN \(fresh) THEN '[]'::jsonb WHEN \(startsBehind) THEN \(newestCounted)
+      ELSE b.traces END)
     """
   /// The trace records with the submission's (its context, if any, is `excluded.traces`' only
   /// one): a fresh burst has the submission's; a new burst fixes the count of the newest one,
@@ -152,7 +158,7 @@ struct DelayStatement: PostgresPreparedStatement {
   /// contexts within `TraceCarrier.maximumPerBurst`.
   private static let mergedTraces = """
     (CASE WHEN \(fresh) THEN excluded.traces
-      WHEN \(newBurst) THEN \(newestCounted) || excluded.traces
+      WHEN \(startsBehind) THEN \(newestCounted) || excluded.traces
       WHEN excluded.traces = '[]'::jsonb THEN b.traces
       ELSE jsonb_set(b.traces, \(newestTracePath),
         \(newestTrace) || jsonb_build_object('contexts', \(boundedContexts))) END)
