@@ -75,20 +75,22 @@ extension PostgresDelayedPreemptiveQueue {
           }
           call.onWithdraw(.spare) { spareWork.cancel() }
         }
-        // The bound: timers on an event loop, which cost no task and no hop unless they fire
-        // (a call that ends in time cancels them), so that a call adds no task of its own
-        // beside the one that waits for the driver.
-        let loop = Self.timerLoop
+        // The bound: the queue's one timer (`CallTimers`), which costs no task, no hop and no
+        // wake-up of its event loop unless it fires (a call that ends in time removes its
+        // deadlines), so that a call adds no task of its own beside the one that waits for
+        // the driver.
+        let timers = callTimers
         let start = ContinuousClock.now
+        let startDeadline = NIODeadline.now()
         let reason = "no answer within \(connectionTimeout)"
-        let timeout = loop.scheduleTask(in: TimeAmount(limit)) {
+        let timeout = timers.add(at: startDeadline + TimeAmount(limit)) {
           call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
         }
         // After `probeDelay` without a connection, the probe asks the server why there is none.
         let probing = Locked<Task<Void, Never>?>(nil)
         let probeTimer = probe.flatMap { probe in
           limit > Self.probeDelay
-            ? loop.scheduleTask(in: TimeAmount(Self.probeDelay)) {
+            ? timers.add(at: startDeadline + TimeAmount(Self.probeDelay)) {
               guard call.isWaiting else { return }
               let asking = Task {
                 let left = limit - (ContinuousClock.now - start)
@@ -100,8 +102,8 @@ extension PostgresDelayedPreemptiveQueue {
             } : nil
         }
         call.onEnd {
-          timeout.cancel()
-          probeTimer?.cancel()
+          timers.remove(timeout)
+          if let probeTimer { timers.remove(probeTimer) }
           probing.withLock { $0 }?.cancel()
         }
       }
@@ -125,8 +127,6 @@ extension PostgresDelayedPreemptiveQueue {
   /// How long a call waits for a connection before the probe asks the server why it has none.
   static var probeDelay: Duration { .milliseconds(500) }
 
-  /// The event loop whose timers bound the calls (the group `PostgresClient` uses by default).
-  static var timerLoop: any EventLoop { MultiThreadedEventLoopGroup.singleton.any() }
 }
 
 /// Sleeps; returns false when cancelled.

@@ -40,6 +40,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// Asks the server why connections fail; nil when the configuration was not given.
   let probe: ConnectionProbe?
   let submissions = SubmissionBatcher<Value>()
+  /// The one timer that bounds every database call of this instance and its copies.
+  let callTimers = CallTimers()
   let metrics: QueueMetrics
   /// The queue's name: its rows in `dpd_bursts` are those with this `name`.
   public let name: String
