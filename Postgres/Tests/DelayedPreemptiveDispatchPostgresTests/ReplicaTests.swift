@@ -24,6 +24,15 @@ struct PostgresReplicaTests {
     return workers
   }
 
+  /// For the tests that count duplicate runs, with no outage: the worker's run records may take
+  /// up to 20 s before its handler gives up on them (2 s by default, for the outage tests). A
+  /// record given up on can still land: a `finished` that lands after its handler threw marks a
+  /// run finished whose burst runs again, a duplicate of the test's making. With the whole group
+  /// running beside this suite on 2 cores, one run in five saw 1 duplicate and 1 unfinished run
+  /// of 12,120: the trace of a `finished` given up on that landed, and of a retried run whose
+  /// `started` was given up on in turn.
+  static let roomyRecords = ["--record-timeout-ms", "20000"]
+
   /// SIGTERM: each worker drains and exits 0.
   static func stop(_ workers: [WorkerProcess]) async throws {
     for worker in workers { worker.signal(SIGTERM) }
@@ -38,7 +47,7 @@ struct PostgresReplicaTests {
       try await RunTable.create(client)
       let table = RunTable(client: client, name: queue.name)
       let workers = try await Self.startWorkers(
-        3, name: queue.name, ["--concurrency", "8", "--handler-ms", "1"])
+        3, name: queue.name, ["--concurrency", "8", "--handler-ms", "1"] + Self.roomyRecords)
       let keys = 10_000
       let started = ContinuousClock.now
       // 4 producers; each owns every 4th key, submits it twice (one burst), and comes back to
@@ -106,7 +115,8 @@ struct PostgresReplicaTests {
       try await RunTable.create(client)
       let table = RunTable(client: client, name: queue.name)
       let workers = try await Self.startWorkers(
-        3, name: queue.name, ["--append", "--concurrency", "8", "--handler-ms", "1"])
+        3, name: queue.name,
+        ["--append", "--concurrency", "8", "--handler-ms", "1"] + Self.roomyRecords)
       let keys = 3_000
       let started = ContinuousClock.now
       // 4 producers; each owns every 4th key, submits it three times (one burst), and comes
@@ -235,7 +245,7 @@ struct PostgresReplicaTests {
       try await RunTable.create(client)
       let table = RunTable(client: client, name: queue.name)
       let workers = try await Self.startWorkers(
-        2, name: queue.name, ["--concurrency", "4", "--handler-ms", "50"])
+        2, name: queue.name, ["--concurrency", "4", "--handler-ms", "50"] + Self.roomyRecords)
       try await withThrowingTaskGroup(of: Void.self) { group in
         for producer in 0..<8 {
           group.addTask {

@@ -102,12 +102,15 @@ func uncancelled<T: Sendable>(_ operation: @escaping @Sendable () async throws -
   try await Task { try await operation() }.value
 }
 
-/// Runs `operation`, but throws `RecorderTimeout` after `limit` (2 s) without waiting for it: the
+/// Runs `operation`, but throws `RecorderTimeout` after `limit` without waiting for it: the
 /// recorder's own queries go through the client's pool with no bound of their own, and a run's
 /// record must not hold its handler (and its lease) forever when a restart leaves a query
-/// unanswered. The handler then throws, and its burst is retried as any failed run is.
+/// unanswered. The handler then throws, and its burst is retried as any failed run is. The
+/// query itself may still land later: a `finished` that lands after its handler threw marks a
+/// run finished whose burst runs again, which the replica tests would count as a duplicate; so
+/// they give the records a bound far above what a loaded machine takes (`--record-timeout-ms`).
 func bounded<T: Sendable>(
-  _ limit: Duration = .seconds(2), _ operation: @escaping @Sendable () async throws -> T
+  _ limit: Duration, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
   let answer = Answer<T>()
   return try await withCheckedThrowingContinuation { continuation in

@@ -11,6 +11,9 @@ struct WorkerSettings: Sendable {
   var maxAttempts = 5
   var retryBackoffMilliseconds = 1000
   var record = false
+  /// How long a record query may take before the handler throws (`bounded`): short for the
+  /// outage tests, where a restart leaves queries unanswered.
+  var recordTimeoutMilliseconds = 2000
   var recordBatched = false
   var fenced = false
   var transactional = false
@@ -50,6 +53,8 @@ struct WorkerSettings: Sendable {
       case "--name": name = remaining.popFirst() ?? name
       case "--concurrency": concurrency = Self.number(remaining.popFirst(), flag)
       case "--lease-ms": leaseMilliseconds = Self.number(remaining.popFirst(), flag)
+      case "--record-timeout-ms":
+        recordTimeoutMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--handler-ms": handlerMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--handler-max-ms": handlerMaxMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--max-attempts": maxAttempts = Self.number(remaining.popFirst(), flag)

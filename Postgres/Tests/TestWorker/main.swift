@@ -10,6 +10,8 @@
 //   --handler-max-ms N    each handler sleeps a random time from 0 to N ms instead
 //   --record              record each run's start and end in table dpd_test_runs
 //   --record-batched      record runs (no times) in batches: for large backlogs
+//   --record-timeout-ms N a record query slower than this makes the handler throw (default:
+//                         2000, so that a restart cannot hold a handler and its lease)
 //   --fenced              after the sleep, make a fenced write to dpd_test_fenced (even when
 //                         cancelled, as a stale run that ignores cancellation would)
 //   --observe-cancel-ms N after that, wait up to N ms for the run's cancellation and record when
@@ -84,6 +86,7 @@ let batchWriter = Task {
   queue.retryBackoff = .milliseconds(settings.retryBackoffMilliseconds)
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
+  let recordTimeout = Duration.milliseconds(settings.recordTimeoutMilliseconds)
   let handle: @Sendable (PostgresBurstRun<Value>, PostgresConnection?) async throws -> Void = {
     run, connection in
     let monotonic = monotonicSeconds()
@@ -93,7 +96,7 @@ let batchWriter = Task {
     }
     let id =
       settings.record
-      ? try await bounded {
+      ? try await bounded(recordTimeout) {
         try await recorder.started(
           key: run.key, value: value, fence: run.fence, monotonic: monotonic)
       } : nil
@@ -119,7 +122,7 @@ let batchWriter = Task {
       }
     }
     if settings.fenced, let id {
-      _ = try await bounded {
+      _ = try await bounded(recordTimeout) {
         try await recorder.fencedWrite(id, key: run.key, value: value, fence: run.fence)
       }
     }
@@ -131,9 +134,11 @@ let batchWriter = Task {
       if Task.isCancelled { cancelledAt = Date().timeIntervalSince1970 }
     }
     if let id, let cancelledAt {
-      try await bounded { try await recorder.cancelled(id, at: cancelledAt) }
+      try await bounded(recordTimeout) { try await recorder.cancelled(id, at: cancelledAt) }
     }
-    if let id, cancelledAt == nil { try await bounded { try await recorder.finished(id) } }
+    if let id, cancelledAt == nil {
+      try await bounded(recordTimeout) { try await recorder.finished(id) }
+    }
     if !settings.quiet { print("ran \(run.key) = \(value)") }
   }
   if settings.transactional {
