@@ -80,20 +80,19 @@ extension PostgresDelayedPreemptiveQueue {
         // deadlines), so that a call adds no task of its own beside the one that waits for
         // the driver.
         let timers = callTimers
-        let start = ContinuousClock.now
-        let startDeadline = NIODeadline.now()
+        let start = NIODeadline.now()
         let reason = "no answer within \(connectionTimeout)"
-        let timeout = timers.add(at: startDeadline + TimeAmount(limit)) {
+        let timeout = timers.add(at: start + TimeAmount(limit)) {
           call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
         }
         // After `probeDelay` without a connection, the probe asks the server why there is none.
         let probing = Locked<Task<Void, Never>?>(nil)
         let probeTimer = probe.flatMap { probe in
           limit > Self.probeDelay
-            ? timers.add(at: startDeadline + TimeAmount(Self.probeDelay)) {
+            ? timers.add(at: start + TimeAmount(Self.probeDelay)) {
               guard call.isWaiting else { return }
               let asking = Task {
-                let left = limit - (ContinuousClock.now - start)
+                let left = limit - .nanoseconds((NIODeadline.now() - start).nanoseconds)
                 if call.isWaiting, let found = await probe.failure(within: left) {
                   call.giveUp(unsent: failure.unreachable(found.reason), sent: nil)
                 }
@@ -126,7 +125,6 @@ extension PostgresDelayedPreemptiveQueue {
 
   /// How long a call waits for a connection before the probe asks the server why it has none.
   static var probeDelay: Duration { .milliseconds(500) }
-
 }
 
 /// Sleeps; returns false when cancelled.
