@@ -1,4 +1,5 @@
 import Logging
+import NIOCore
 import PostgresNIO
 
 /// Where the queue's database is, for the errors that name it.
@@ -111,6 +112,70 @@ extension PostgresDelayedPreemptiveQueue {
     }
   }
 
+  /// Runs one call on the queue's held connection (see ``HeldConnection``), which
+  /// ``HeldConnection/take(from:)`` gave: from the caller's task, with no task of its own and no lease, bounded by
+  /// `connectionTimeout` as ``database(_:key:timeout:cancellable:spare:_:)`` is. `body` starts
+  /// the statement and returns the future that its answer completes on the connection's event
+  /// loop, which resumes the caller; the caller's cancellation does not end the call (it is sent
+  /// at once).
+  ///
+  /// At the bound the call throws
+  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)`` and closes
+  /// the connection, so that the driver's work on it ends too and no later call waits behind
+  /// it; the connection goes back to the pool, broken, as after any failure but a server's
+  /// answer.
+  func database<Result: Sendable>(
+    _ operation: String, key: String? = nil, timeout: Duration? = nil,
+    on connection: PostgresConnection,
+    _ body: @Sendable (PostgresConnection) -> EventLoopFuture<Result>
+  ) async throws -> Result {
+    let call = BoundedCall<Result>()
+    let failure = CallFailure(operation: operation, key: key, endpoint: endpoint)
+    let limit = min(connectionTimeout, timeout ?? connectionTimeout)
+    let reason = "no answer within \(connectionTimeout)"
+    let faults = faults
+    let timers = callTimers
+    do {
+      let result = try await withCheckedThrowingContinuation { continuation in
+        call.install(continuation)
+        _ = call.startSending(on: .pool)
+        let timeout = timers.add(at: .now() + TimeAmount(limit)) {
+          call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
+          _ = connection.close() as EventLoopFuture<Void>
+        }
+        call.onEnd { timers.remove(timeout) }
+        body(connection).whenComplete { outcome in
+          switch outcome {
+          case .success(let result):
+            if let faults, faults.takesAnswer(of: operation) {
+              _ = connection.close() as EventLoopFuture<Void>
+              let lost = LostAnswer(operation: operation)
+              call.end(.failure(failure.wrapping(lost, sent: true)), from: .pool)
+            } else {
+              call.end(.success(result), from: .pool)
+            }
+          case .failure(let error):
+            call.end(.failure(failure.wrapping(error, sent: true)), from: .pool)
+          }
+        }
+      }
+      heldConnection.giveBack(connection, broken: false)
+      return result
+    } catch {
+      heldConnection.giveBack(connection, broken: !Self.isAnswer(error))
+      throw error
+    }
+  }
+
+  /// Whether `error` is the server's answer to a statement, after which its connection is
+  /// still in use.
+  private static func isAnswer(_ error: any Error) -> Bool {
+    switch error as? PostgresDelayedPreemptiveQueueError {
+    case .databaseError?, .newerSchema?: true
+    default: false
+    }
+  }
+
   /// What went wrong on a connection the queue holds outside ``database(_:key:timeout:_:)`` (the
   /// worker's LISTEN), as the package's typed error: the server's message and SQLSTATE where it
   /// gave them, never the driver's generic description.
@@ -168,7 +233,7 @@ final class BoundedCall<Result: Sendable>: Sendable {
       state.phase = .sending
       state.sender = sender
       defer { state.withdraw = [:] }
-      return state.withdraw.filter { $0.key != sender }.map(\.value)
+      return state.withdraw.filter { $0.key != sender }.map { $0.value }
     }
     guard let other else { return false }
     for withdraw in other { withdraw() }

@@ -42,6 +42,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   let submissions = SubmissionBatcher<Value>()
   /// The one timer that bounds every database call of this instance and its copies.
   let callTimers = CallTimers()
+  /// The connection the queue keeps for its `delay` statements while they keep coming.
+  let heldConnection: HeldConnection
   let metrics: QueueMetrics
   /// The queue's name: its rows in `dpd_bursts` are those with this `name`.
   public let name: String
@@ -78,8 +80,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// that got no connection by then throws
   /// ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)`` (nothing
   /// was written); a call that was sent and got no answer by then throws
-  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``. Default:
-  /// ten seconds.
+  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``. A `delay`
+  /// sent on the connection the queue keeps for single calls closes that connection at the bound
+  /// (<doc:GuaranteesInProduction#A-single-delay-skips-the-pool>). Default: ten seconds.
   public var connectionTimeout: Duration = .seconds(10)
   /// While the database cannot be reached, a worker retries its claims, renewals and
   /// completions after a backoff that starts at 100 ms and doubles up to this cap. Default:
@@ -132,14 +135,17 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   ) {
     self.init(
       client: client, endpoint: Endpoint(host: "(host not given)", port: 0), probe: nil,
-      name: name, options: options, lease: lease, maxAttempts: maxAttempts, merge: merge,
-      logger: logger, metricsFactory: metricsFactory)
+      holdsConnection: false, name: name, options: options, lease: lease,
+      maxAttempts: maxAttempts, merge: merge, logger: logger, metricsFactory: metricsFactory)
   }
 
   /// The same as ``init(client:name:options:lease:maxAttempts:merge:logger:metricsFactory:)``, given
   /// the configuration that `client` was made with, so that an unreachable database is
   /// reported by host and port, with the reason the server or the network gives (a wrong
-  /// password, an unknown database, a refused connection) as soon as it is known.
+  /// password, an unknown database, a refused connection) as soon as it is known. Knowing the
+  /// pool's size, such a queue also keeps one connection of a pool of four or more for its
+  /// single `delay` calls while they keep coming
+  /// (<doc:GuaranteesInProduction#A-single-delay-skips-the-pool>).
   public init(
     client: PostgresClient, configuration: PostgresClient.Configuration, name: String,
     options: DelayOptions = DelayOptions(), lease: Duration = .seconds(30), maxAttempts: Int = 5,
@@ -152,13 +158,15 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
         host: configuration.host ?? configuration.unixSocketPath ?? "(unknown host)",
         port: configuration.port ?? 0),
       probe: ConnectionProbe(configuration: configuration),
+      holdsConnection: configuration.options.maximumConnections >= HeldConnection.minimumPool,
       name: name, options: options, lease: lease, maxAttempts: maxAttempts, merge: merge,
       logger: logger, metricsFactory: metricsFactory)
   }
 
   init(
-    client: PostgresClient, endpoint: Endpoint, probe: ConnectionProbe?, name: String,
-    options: DelayOptions, lease: Duration, maxAttempts: Int, merge: PostgresValueMerge,
+    client: PostgresClient, endpoint: Endpoint, probe: ConnectionProbe?, holdsConnection: Bool,
+    name: String, options: DelayOptions, lease: Duration, maxAttempts: Int,
+    merge: PostgresValueMerge,
     logger: Logger, metricsFactory: any MetricsFactory
   ) {
     requireArgument(
@@ -191,6 +199,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     self.client = client
     self.endpoint = endpoint
     self.probe = probe
+    self.heldConnection = HeldConnection(enabled: holdsConnection)
     self.name = name
     self.options = options
     self.merge = merge
@@ -321,6 +330,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let logger = logger
     // A batch's callers wait for it in other tasks, and a caller that sends its own submission
     // is not cancelled out of it either: a `delay` is written whatever becomes of its caller.
+    if let connection = heldConnection.take(from: client) {
+      return try await database("delay", timeout: timeout, on: connection) { connection in
+        statement.send(on: connection, logger: logger)
+      }
+    }
     return try await database("delay", timeout: timeout, cancellable: false) { connection in
       try await statement.send(on: connection, logger: logger)
     }

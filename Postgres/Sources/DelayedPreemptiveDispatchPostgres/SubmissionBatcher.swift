@@ -81,7 +81,7 @@ final class SubmissionBatcher<Value: Codable & Sendable>: Sendable {
 
   private func write(_ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>) async {
     await store(batch, using: queue)
-    finished(batch.map(\.submission.key), using: queue)
+    finished(batch.map { $0.submission.key }, using: queue)
   }
 
   /// Frees the writer of a statement with `keys`, and starts the batches that may go now.
@@ -103,7 +103,7 @@ final class SubmissionBatcher<Value: Codable & Sendable>: Sendable {
   private func store(
     _ batch: [Waiting], using queue: PostgresDelayedPreemptiveQueue<Value>, retry: Bool = true
   ) async {
-    let earliest = batch.map(\.deadline).min() ?? .now
+    let earliest = batch.map { $0.deadline }.min() ?? .now
     let left = earliest - ContinuousClock.now
     guard left > .zero else {
       let error = queue.notSent("no answer within \(queue.connectionTimeout)")
@@ -111,7 +111,7 @@ final class SubmissionBatcher<Value: Codable & Sendable>: Sendable {
       return
     }
     do {
-      let notified = try await queue.upsert(batch.map(\.submission), timeout: left)
+      let notified = try await queue.upsert(batch.map { $0.submission }, timeout: left)
       for entry in batch { entry.answer(.success(notified)) }
     } catch let error as PostgresDelayedPreemptiveQueueError where retry && error.isConflict {
       await store(batch, using: queue, retry: false)

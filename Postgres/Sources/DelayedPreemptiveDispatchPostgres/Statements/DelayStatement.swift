@@ -243,6 +243,22 @@ struct DelayStatement: PostgresPreparedStatement {
     }
     return try await connection.rows(self, logger: logger).first ?? false
   }
+
+  /// Sends the batch on `connection` as an unnamed statement, whose answer completes the future
+  /// on the connection's event loop: what a call on the queue's held connection sends (see
+  /// ``HeldConnection``), which needs no task to wait in.
+  func send(on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<Bool> {
+    let traced = submissions.contains(where: { !$0.traceContext.isEmpty })
+    let query =
+      traced
+      ? PostgresQuery(
+        unsafeSQL: TracedDelayStatement.sql,
+        binds: TracedDelayStatement(statement: self).makeBindings())
+      : PostgresQuery(unsafeSQL: Self.sql, binds: makeBindings())
+    return connection.query(query, logger: logger).flatMapThrowing { result in
+      try result.rows.first.map { try decodeRow($0) } ?? false
+    }
+  }
 }
 
 /// ``DelayStatement`` for a batch in which a submission carries a trace context: the same
