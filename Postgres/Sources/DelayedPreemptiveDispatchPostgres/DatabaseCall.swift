@@ -324,27 +324,41 @@ struct CallFailure: Sendable {
     .outcomeUnknown(key: key, host: endpoint.host, port: endpoint.port, reason: reason)
   }
 
+  /// The server's refusal of a statement, with its SQLSTATE and message.
+  private func server(sqlState: String, message: String, sent: Bool) -> any Error {
+    // The server ends sessions when it shuts down or cannot take them: not the call's fault.
+    // Once the call was sent, the server may have committed it before it ended the session
+    // (a restart's 57P01 arrives after the statement ran), so its outcome is unknown.
+    if PostgresDelayedPreemptiveQueueError.Kind(sqlState: sqlState) == .outage {
+      let reason = "\(message) (SQLSTATE \(sqlState))"
+      return sent ? unknown(reason) : unreachable(reason)
+    }
+    if sqlState == Schema.newerSchemaState {
+      return PostgresDelayedPreemptiveQueueError.newerSchema(
+        found: Int(message) ?? -1, supported: Schema.version)
+    }
+    return PostgresDelayedPreemptiveQueueError.databaseError(
+      operation: operation, sqlState: sqlState, reason: message)
+  }
+
   /// `sent`: whether the call had reached its connection when `error` happened.
   func wrapping(_ error: any Error, sent: Bool) -> any Error {
     switch error {
     case let error as PostgresDelayedPreemptiveQueueError: return error
     case is CancellationError: return error
     case let error as PSQLError where error.code == .server:
-      let sqlState = error.serverInfo?[.sqlState] ?? "?????"
-      let message = error.serverInfo?[.message] ?? "\(error.code)"
-      // The server ends sessions when it shuts down or cannot take them: not the call's fault.
-      // Once the call was sent, the server may have committed it before it ended the session
-      // (a restart's 57P01 arrives after the statement ran), so its outcome is unknown.
-      if PostgresDelayedPreemptiveQueueError.Kind(sqlState: sqlState) == .outage {
-        let reason = "\(message) (SQLSTATE \(sqlState))"
-        return sent ? unknown(reason) : unreachable(reason)
-      }
-      if sqlState == Schema.newerSchemaState {
-        return PostgresDelayedPreemptiveQueueError.newerSchema(
-          found: Int(message) ?? -1, supported: Schema.version)
-      }
-      return PostgresDelayedPreemptiveQueueError.databaseError(
-        operation: operation, sqlState: sqlState, reason: message)
+      return server(
+        sqlState: error.serverInfo?[.sqlState] ?? "?????",
+        message: error.serverInfo?[.message] ?? "\(error.code)", sent: sent)
+    // postgres-nio's future-based prepared statements (the held connection's, see
+    // `HeldConnection`) report the server's errors in its older type.
+    case PostgresError.server(let error):
+      return server(
+        sqlState: error.fields[.sqlState] ?? "?????",
+        message: error.fields[.message] ?? "the server refused the statement", sent: sent)
+    case PostgresError.connectionClosed:
+      let reason = "the connection broke: connection closed"
+      return sent ? unknown(reason) : unreachable(reason)
     case let error as PSQLError:
       let reason = Self.reason(of: error)
       return sent ? unknown("the connection broke: \(reason)") : unreachable(reason)

@@ -6,7 +6,10 @@ import PostgresNIO
 /// this one under a lock, sends its statement from the caller's task and is resumed by the
 /// answer (see ``PostgresDelayedPreemptiveQueue/database(_:key:timeout:on:_:)``). Leasing from
 /// postgres-nio's pool costs a `delay` from one producer about a fifth of its time on a 2-core
-/// machine (BENCHMARKS.md); this is what a queue skips.
+/// machine (BENCHMARKS.md); this is what a queue skips. The holder prepares `delay`'s statement
+/// on the connection before it lends it (``Held/submit``), so that a call sends only its
+/// bindings, as through the pool: an unnamed statement would make the server parse and plan the
+/// call each time (about 30 % more server instructions for one row).
 ///
 /// - A queue starts holding a connection at its second `delay` statement (a handle made for one
 ///   call never holds one), in a task of its own: the calls go through the pool meanwhile.
@@ -26,9 +29,17 @@ final class HeldConnection: Sendable {
   /// How long a held connection stays unused before it goes back to the pool.
   static let defaultIdleRelease = Duration.seconds(10)
 
+  /// A held connection, with `delay`'s statement prepared on it.
+  struct Held: Sendable {
+    var connection: PostgresConnection
+    /// ``DelayStatement/sql``, prepared on `connection`.
+    var submit: PreparedQuery
+  }
+
   private struct State {
     /// The connection while one is held; nil otherwise.
-    var connection: PostgresConnection?
+    var held: Held?
+    var connection: PostgresConnection? { held?.connection }
     var inUse = false
     /// The task that leases and holds the connection, while it runs (its number, its handle
     /// once known); nil when none runs.
@@ -56,27 +67,28 @@ final class HeldConnection: Sendable {
   /// How many statements were sent on a held connection.
   var statementsSent: Int { state.withLock { $0.sent } }
   /// Whether a connection is held now.
-  var isHolding: Bool { state.withLock { $0.connection != nil } }
+  var isHolding: Bool { state.withLock { $0.held != nil } }
 
   /// The held connection for one statement, or nil when none is held or it is in use (the
   /// statement goes through the pool). Starts holding one for the next statements when none is
   /// held and the queue has sent one before.
-  func take(from client: PostgresClient) -> PostgresConnection? {
+  func take(from client: PostgresClient) -> Held? {
     guard enabled else { return nil }
-    let (taken, start) = state.withLock { state -> (PostgresConnection?, Int?) in
+    let (taken, start) = state.withLock { state -> (Held?, Int?) in
       state.statements += 1
       state.lastUse = .now
-      if let connection = state.connection {
+      if let held = state.held {
+        let connection = held.connection
         if state.inUse { return (nil, nil) }
         guard !connection.isClosed else {
           // Closed while unused (a restart, the client's shutdown): not taken again. Its holder
           // gives it back once the pool knows it closed (see `closed(number:)`).
-          state.connection = nil
+          state.held = nil
           return (nil, nil)
         }
         state.inUse = true
         state.sent += 1
-        return (connection, nil)
+        return (held, nil)
       }
       guard state.holder == nil, state.statements >= 2 else { return (nil, nil) }
       state.holders += 1
@@ -96,7 +108,7 @@ final class HeldConnection: Sendable {
       state.inUse = false
       state.lastUse = .now
       guard broken || connection.isClosed else { return false }
-      state.connection = nil
+      state.held = nil
       return true
     }
     if close { _ = connection.close() as EventLoopFuture<Void> }
@@ -107,7 +119,11 @@ final class HeldConnection: Sendable {
     let idleRelease = idleRelease
     let task = Task {
       _ = try? await client.withConnection { connection in
-        guard owner.value?.hold(connection, number: number) == true else { return }
+        // A connection on which the statement cannot be prepared is not held.
+        guard owner.value != nil,
+          let submit = try? await connection.prepare(query: DelayStatement.sql).get(),
+          owner.value?.hold(Held(connection: connection, submit: submit), number: number) == true
+        else { return }
         // Given back once the pool knows that it closed: the pool's own callback on
         // `closeFuture` runs in the same pass as this one, before the next task of the event
         // loop. A closed connection given back sooner could be lent again, and a query on it
@@ -131,10 +147,10 @@ final class HeldConnection: Sendable {
   }
 
   /// The holder got `connection`: false when it must not hold it (its turn is over).
-  private func hold(_ connection: PostgresConnection, number: Int) -> Bool {
+  private func hold(_ held: Held, number: Int) -> Bool {
     state.withLock { state in
-      guard state.holder?.number == number, !connection.isClosed else { return false }
-      state.connection = connection
+      guard state.holder?.number == number, !held.connection.isClosed else { return false }
+      state.held = held
       state.inUse = false
       state.lastUse = .now
       return true
@@ -146,7 +162,7 @@ final class HeldConnection: Sendable {
     state.withLock { state in
       guard state.connection === connection else { return true }
       guard !state.inUse, ContinuousClock.now - state.lastUse >= idle else { return false }
-      state.connection = nil
+      state.held = nil
       return true
     }
   }
@@ -156,7 +172,7 @@ final class HeldConnection: Sendable {
   private func closed(number: Int) {
     let holder = state.withLock { state -> Task<Void, Never>? in
       guard state.holder?.number == number else { return nil }
-      state.connection = nil
+      state.held = nil
       state.inUse = false
       return state.holder?.task
     }
@@ -167,7 +183,7 @@ final class HeldConnection: Sendable {
     state.withLock { state in
       guard state.holder?.number == number else { return }
       state.holder = nil
-      state.connection = nil
+      state.held = nil
       state.inUse = false
     }
   }

@@ -330,9 +330,9 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let logger = logger
     // A batch's callers wait for it in other tasks, and a caller that sends its own submission
     // is not cancelled out of it either: a `delay` is written whatever becomes of its caller.
-    if let connection = heldConnection.take(from: client) {
-      return try await database("delay", timeout: timeout, on: connection) { connection in
-        statement.send(on: connection, logger: logger)
+    if let held = heldConnection.take(from: client) {
+      return try await database("delay", timeout: timeout, on: held.connection) { _ in
+        statement.send(on: held, logger: logger)
       }
     }
     return try await database("delay", timeout: timeout, cancellable: false) { connection in

@@ -155,7 +155,7 @@ struct PostgresHeldConnectionTests {
       let queue = bounded
       for round in 0..<10 {
         _ = try await Self.untilHeld(queue)
-        let connection = try #require(queue.heldConnection.take(from: client))
+        let connection = try #require(queue.heldConnection.take(from: client)?.connection)
         let pid = try await connection.query("SELECT pg_backend_pid()", logger: queue.logger)
           .decode(Int32.self).first { _ in true }
         queue.heldConnection.giveBack(connection, broken: false)
@@ -164,7 +164,7 @@ struct PostgresHeldConnectionTests {
         #expect(try await TestDatabase.eventually { connection.isClosed })
         try await queue.delay("after-close-\(round)", for: .seconds(3600), value: "v")
         _ = try await Self.untilHeld(queue)
-        let replaced = try #require(queue.heldConnection.take(from: client))
+        let replaced = try #require(queue.heldConnection.take(from: client)?.connection)
         #expect(replaced !== connection && !replaced.isClosed)
         queue.heldConnection.giveBack(replaced, broken: false)
         try await queue.delay("on-new-\(round)", for: .seconds(3600), value: "v")
@@ -180,6 +180,10 @@ struct PostgresHeldConnectionTests {
     let client = PostgresClient(configuration: one)
     let running = Task { await client.run() }
     defer { running.cancel() }
+    // The holder prepares `dpd_submit`'s call, which a migration installs.
+    try await PostgresDelayedPreemptiveQueue<String>(
+      client: client, configuration: one, name: TestDatabase.uniqueName("held-idle")
+    ).migrate()
 
     let idle = HeldConnection(enabled: true, idleRelease: .milliseconds(300))
     #expect(idle.take(from: client) == nil)  // the first statement starts nothing

@@ -244,20 +244,62 @@ struct DelayStatement: PostgresPreparedStatement {
     return try await connection.rows(self, logger: logger).first ?? false
   }
 
-  /// Sends the batch on `connection` as an unnamed statement, whose answer completes the future
-  /// on the connection's event loop: what a call on the queue's held connection sends (see
-  /// ``HeldConnection``), which needs no task to wait in.
-  func send(on connection: PostgresConnection, logger: Logger) -> EventLoopFuture<Bool> {
-    let traced = submissions.contains(where: { !$0.traceContext.isEmpty })
-    let query =
-      traced
-      ? PostgresQuery(
+  /// Sends the batch on the queue's held connection (see ``HeldConnection``), whose answer
+  /// completes the future on the connection's event loop, so that the call needs no task to
+  /// wait in: through the statement prepared there, or, when a submission carries a trace
+  /// context, as an unnamed ``TracedDelayStatement``.
+  func send(on held: HeldConnection.Held, logger: Logger) -> EventLoopFuture<Bool> {
+    if submissions.contains(where: { !$0.traceContext.isEmpty }) {
+      let query = PostgresQuery(
         unsafeSQL: TracedDelayStatement.sql,
         binds: TracedDelayStatement(statement: self).makeBindings())
-      : PostgresQuery(unsafeSQL: Self.sql, binds: makeBindings())
-    return connection.query(query, logger: logger).flatMapThrowing { result in
-      try result.rows.first.map { try decodeRow($0) } ?? false
+      return held.connection.query(query, logger: logger).flatMapThrowing { result in
+        try result.rows.first.map { try decodeRow($0) } ?? false
+      }
     }
+    let bindings: [PostgresData]
+    do {
+      bindings = try preparedBindings()
+    } catch {
+      return held.connection.eventLoop.makeFailedFuture(error)
+    }
+    return held.submit.execute(bindings).flatMapThrowing { rows in
+      try rows.first.map(Self.preparedAnswer) ?? false
+    }
+  }
+
+  /// The boolean that the prepared statement answers. postgres-nio asks for it in binary but
+  /// labels it with the format that the statement's description gave, text, so that
+  /// `decode(Bool.self)` refuses it: this reads the one byte in either format.
+  static func preparedAnswer(_ row: PostgresRow) throws -> Bool {
+    guard let bytes = row.first?.bytes, bytes.readableBytes == 1 else { throw UnexpectedAnswer() }
+    switch bytes.getInteger(at: bytes.readerIndex, as: UInt8.self) {
+    case 1, UInt8(ascii: "t"): return true
+    case 0, UInt8(ascii: "f"): return false
+    default: throw UnexpectedAnswer()
+    }
+  }
+
+  /// `dpd_submit` answered something else than one boolean.
+  struct UnexpectedAnswer: Error, CustomStringConvertible {
+    var description: String { "dpd_submit answered something else than one boolean" }
+  }
+
+  /// ``makeBindings()`` as the prepared statement of ``HeldConnection`` takes them: the same
+  /// values, in the same binary encodings.
+  private func preparedBindings() throws -> [PostgresData] {
+    func data<Value: PostgresEncodable>(_ value: Value?) throws -> PostgresData {
+      guard let value else { return PostgresData(type: Value.psqlType, formatCode: .binary) }
+      var buffer = ByteBuffer()
+      try value.encode(into: &buffer, context: .default)
+      return PostgresData(type: Value.psqlType, formatCode: Value.psqlFormat, value: buffer)
+    }
+    return [
+      try data(name), try data(submissions.map { $0.key }), try data(submissions.map { $0.json }),
+      try data(submissions.map { $0.delayMilliseconds }), try data(restart),
+      try data(maxWaitMilliseconds), try data(maxSubmissions), try data(append),
+      try data(minimumSpacingMilliseconds),
+    ]
   }
 }
 
