@@ -193,7 +193,7 @@ extension PostgresDelayedPreemptiveQueue {
 }
 
 /// Sleeps; returns false when cancelled.
-private func sleep(for duration: Duration) async -> Bool {
+func sleep(for duration: Duration) async -> Bool {
   do {
     try await Task.sleep(for: duration)
     return true

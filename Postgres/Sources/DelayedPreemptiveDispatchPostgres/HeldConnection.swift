@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import PostgresNIO
 
@@ -54,10 +55,20 @@ final class HeldConnection: Sendable {
   private let state = Locked(State())
   private let enabled: Bool
   private let idleRelease: Duration
+  /// Says why no connection could be held (the statements go through the pool meanwhile).
+  private let failure: CallFailure
+  private let logger: Logger
 
-  init(enabled: Bool, idleRelease: Duration = HeldConnection.defaultIdleRelease) {
+  init(
+    enabled: Bool, idleRelease: Duration = HeldConnection.defaultIdleRelease,
+    endpoint: Endpoint = Endpoint(host: "(host not given)", port: 0),
+    logger: Logger = PostgresDelayedPreemptiveQueue<Int>.silentLogger
+  ) {
     self.enabled = enabled
     self.idleRelease = idleRelease
+    self.failure = CallFailure(
+      operation: "hold a connection for delay", key: nil, endpoint: endpoint)
+    self.logger = logger
   }
 
   deinit {
@@ -117,23 +128,36 @@ final class HeldConnection: Sendable {
   private func startHolding(number: Int, from client: PostgresClient) {
     let owner = WeakHeldConnection(self)
     let idleRelease = idleRelease
+    let failure = failure
+    let logger = logger
     let task = Task {
-      _ = try? await client.withConnection { connection in
-        // A connection on which the statement cannot be prepared is not held.
-        guard owner.value != nil,
-          let submit = try? await connection.prepare(query: DelayStatement.sql).get(),
-          owner.value?.hold(Held(connection: connection, submit: submit), number: number) == true
-        else { return }
-        // Given back once the pool knows that it closed: the pool's own callback on
-        // `closeFuture` runs in the same pass as this one, before the next task of the event
-        // loop. A closed connection given back sooner could be lent again, and a query on it
-        // would wait for an answer that never comes.
-        connection.closeFuture.whenComplete { _ in
-          connection.eventLoop.execute { owner.value?.closed(number: number) }
-        }
-        while await sleep(for: idleRelease) {
-          guard let held = owner.value, !held.releaseIfIdle(connection, after: idleRelease)
+      do {
+        try await client.withConnection { connection in
+          guard owner.value != nil else { return }
+          // A connection on which the statement cannot be prepared is not held.
+          let submit = try await connection.prepare(query: DelayStatement.sql).get()
+          guard
+            owner.value?.hold(Held(connection: connection, submit: submit), number: number)
+              == true
           else { return }
+          // Given back once the pool knows that it closed: the pool's own callback on
+          // `closeFuture` runs in the same pass as this one, before the next task of the event
+          // loop. A closed connection given back sooner could be lent again, and a query on it
+          // would wait for an answer that never comes.
+          connection.closeFuture.whenComplete { _ in
+            connection.eventLoop.execute { owner.value?.closed(number: number) }
+          }
+          while await sleep(for: idleRelease) {
+            guard let held = owner.value, !held.releaseIfIdle(connection, after: idleRelease)
+            else { return }
+          }
+        }
+      } catch {
+        // Cancelled: the queue stopped holding (it is gone, or its connection broke).
+        if !(error is CancellationError || Task.isCancelled) {
+          logger.notice(
+            "no connection held for single delay calls; they go through the pool",
+            metadata: ["dpd.error": "\(failure.wrapping(error, sent: false))"])
         }
       }
       owner.value?.holderEnded(number: number)
@@ -196,14 +220,4 @@ private final class WeakHeldConnection: Sendable {
 
   init(_ value: HeldConnection) { reference = Locked(Weak(value: value)) }
   var value: HeldConnection? { reference.withLock { $0.value } }
-}
-
-/// Sleeps; returns false when cancelled.
-private func sleep(for duration: Duration) async -> Bool {
-  do {
-    try await Task.sleep(for: duration)
-    return true
-  } catch {
-    return false
-  }
 }

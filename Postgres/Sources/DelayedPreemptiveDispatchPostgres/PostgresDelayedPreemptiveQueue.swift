@@ -199,7 +199,6 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     self.client = client
     self.endpoint = endpoint
     self.probe = probe
-    self.heldConnection = HeldConnection(enabled: holdsConnection)
     self.name = name
     self.options = options
     self.merge = merge
@@ -208,6 +207,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     var logger = logger
     logger[metadataKey: "dpd.queue"] = "\(name)"
     self.logger = logger
+    self.heldConnection = HeldConnection(
+      enabled: holdsConnection, endpoint: endpoint, logger: logger)
     self.metrics = QueueMetrics(queue: name, factory: metricsFactory)
   }
 
