@@ -19,6 +19,14 @@ struct RunTable {
     // first made: a database that kept the table gets the column too).
     try await client.query(
       "ALTER TABLE dpd_test_runs ADD COLUMN IF NOT EXISTS monotonic float8")
+    // The run's attempt, and when the first attempt of its burst started in the same worker
+    // process (CLOCK_MONOTONIC): an attempt whose start record was lost (its insert timed out
+    // while the worker's pool still backed off) still tells when the burst first ran.
+    try await client.query(
+      """
+      ALTER TABLE dpd_test_runs ADD COLUMN IF NOT EXISTS attempt int,
+        ADD COLUMN IF NOT EXISTS first_attempt_monotonic float8
+      """)
     try await client.query(
       """
       CREATE TABLE IF NOT EXISTS dpd_test_fenced (

@@ -11,12 +11,19 @@ struct RunRecorder: Sendable {
   let name: String
 
   /// `monotonic`: when the handler started, in seconds of this machine's `CLOCK_MONOTONIC`, which
-  /// every process of the machine shares (see `monotonicSeconds()`).
-  func started(key: String, value: String, fence: Int64, monotonic: Double) async throws -> Int {
+  /// every process of the machine shares (see `monotonicSeconds()`). `firstAttemptMonotonic`:
+  /// when the first attempt of the same burst started in this process, if it did (see
+  /// ``FirstAttempts``).
+  func started(
+    key: String, value: String, fence: Int64, monotonic: Double, attempt: Int,
+    firstAttemptMonotonic: Double?
+  ) async throws -> Int {
     let rows = try await client.query(
       """
-      INSERT INTO dpd_test_runs (name, key, value, worker, fence, started, monotonic)
-      VALUES (\(name), \(key), \(value), \(worker), \(fence), clock_timestamp(), \(monotonic))
+      INSERT INTO dpd_test_runs (name, key, value, worker, fence, started, monotonic, attempt,
+        first_attempt_monotonic)
+      VALUES (\(name), \(key), \(value), \(worker), \(fence), clock_timestamp(), \(monotonic),
+        \(attempt), \(firstAttemptMonotonic))
       RETURNING id
       """)
     for try await id in rows.decode(Int.self) { return id }
@@ -63,6 +70,21 @@ struct RunRecorder: Sendable {
   }
 
   enum RecorderError: Error { case noID }
+}
+
+/// When each key's current burst had its first attempt in this process, so that a later
+/// attempt's record still says when the burst first ran: the record of an attempt can be lost
+/// (its insert goes through the worker's pool, which may still back off after an outage, and
+/// times out), and the burst is then retried.
+actor FirstAttempts {
+  private var starts: [String: Double] = [:]
+
+  /// Notes a handler's start; returns when the first attempt of its burst started here, or nil
+  /// when this process did not run it.
+  func started(key: String, attempt: Int, monotonic: Double) -> Double? {
+    if attempt == 1 { starts[key] = monotonic }
+    return starts[key]
+  }
 }
 
 /// Collects runs in memory and writes them in batches, so that recording costs the drain of a

@@ -63,6 +63,7 @@ let options = DelayOptions(
   minimumSpacing: settings.minimumSpacingMilliseconds.map { .milliseconds($0) })
 let recorder = RunRecorder(client: client, worker: "\(getpid())", name: settings.name)
 let batch = RunBatch(recorder: recorder)
+let firstAttempts = FirstAttempts()
 let batchWriter = Task {
   while !Task.isCancelled {
     try? await batch.flush()
@@ -90,6 +91,8 @@ let batchWriter = Task {
   let handle: @Sendable (PostgresBurstRun<Value>, PostgresConnection?) async throws -> Void = {
     run, connection in
     let monotonic = monotonicSeconds()
+    let firstAttempt = await firstAttempts.started(
+      key: run.key, attempt: run.attempt, monotonic: monotonic)
     let value = text(run.value)
     if settings.recordBatched {
       await batch.add(key: run.key, value: value, fence: run.fence)
@@ -98,7 +101,8 @@ let batchWriter = Task {
       settings.record
       ? try await bounded(recordTimeout) {
         try await recorder.started(
-          key: run.key, value: value, fence: run.fence, monotonic: monotonic)
+          key: run.key, value: value, fence: run.fence, monotonic: monotonic,
+          attempt: run.attempt, firstAttemptMonotonic: firstAttempt)
       } : nil
     if let connection {
       try await connection.query(
