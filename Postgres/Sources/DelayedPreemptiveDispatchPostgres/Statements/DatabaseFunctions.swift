@@ -5,7 +5,9 @@
 /// - `dpd_submit(…)` is the set-based upsert of ``DelayStatement`` (a batch of keys with their
 ///   values and delays, and the options). Its body is that statement's SQL, unchanged: the
 ///   statement's placeholders `$1`… are the function's parameters in the same order. The Swift
-///   client calls it for every batch, of one submission or of hundreds.
+///   client calls it for every batch, of one submission or of hundreds. A call of one
+///   submission without a trace context runs the upsert's single form (the same rules, reading
+///   one row instead of unnesting the arrays; see ``DelayStatement/upsertSQL(tracingContexts:single:)``).
 /// - `dpd_delay(queue, key, delay, value, …)` is one submission from SQL: it reads the options
 ///   that `migrate()` stored under the queue's name (`dpd_queues`), lets named, defaulted
 ///   parameters override them for this call, checks its input as the Swift `delay` does, and
@@ -29,7 +31,10 @@ enum DatabaseFunctions {
       notified boolean;
       \(DelayStatement.now) timestamptz := clock_timestamp();
     BEGIN
-      IF $10 IS NULL THEN
+      IF $10 IS NULL AND cardinality($2) = 1 THEN
+        \(DelayStatement.upsertSQL(tracingContexts: false, single: true))
+        INTO notified;
+      ELSIF $10 IS NULL THEN
         \(DelayStatement.upsertSQL(tracingContexts: false))
         INTO notified;
       ELSE
