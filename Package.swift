@@ -17,7 +17,8 @@ let package = Package(
     ),
     .executableTarget(
       name: "dpd-demo",
-      dependencies: ["DelayedPreemptiveDispatch"]
+      // The testing module for its seeded generator: `--seed` replays the same arrivals.
+      dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
     // Breaks one precondition per run, so that tests can check the message from outside.
     .executableTarget(

@@ -91,6 +91,7 @@ let package = Package(
         "dpd-postgres-worker",
         "dpd-postgres-demo",
         "dpd-postgres-test-worker",
+        .product(name: "DelayedPreemptiveDispatchTesting", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),

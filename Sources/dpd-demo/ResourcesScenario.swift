@@ -1,4 +1,5 @@
 import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchTesting
 
 /// Resources arrive at random intervals shorter than the quiet period; the signal fires once,
 /// a quiet period after the last one.
@@ -28,7 +29,7 @@ enum ResourcesScenario {
       run.input("await allLoaded() returned \(count)")
     }
     let loaded = LockBox(0)
-    var random = SeededRandom(seed: seed)
+    var random = SeededRandomNumberGenerator(seed: seed)
     var arrival = Duration.zero
     for index in 1...resources {
       await run.at(arrival)

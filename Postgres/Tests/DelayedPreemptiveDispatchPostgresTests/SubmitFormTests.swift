@@ -1,4 +1,5 @@
 import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchTesting
 import Foundation
 import PostgresNIO
 import Testing
@@ -44,7 +45,7 @@ struct PostgresSubmitFormTests {
     try await TestDatabase.withQueue("forms") { queue, client in
       let single = queue.name + ".single"
       let batch = queue.name + ".batch"
-      var random = SplitMix(seed: seed)
+      var random = SeededRandomNumberGenerator(seed: seed)
       let keys = ["a", "b", "c", "d"]
       for step in 0..<160 {
         let key = keys[Int(random.next() % UInt64(keys.count))]
@@ -198,21 +199,5 @@ struct PostgresSubmitFormTests {
           generation: generation, attempts: attempts, idle: idle, deadline: deadline, due: due))
     }
     return result
-  }
-}
-
-/// A small seeded generator (SplitMix64), so that a failing sequence can be replayed from the
-/// seed its message prints.
-struct SplitMix: RandomNumberGenerator {
-  private var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var mixed = state
-    mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-    return mixed ^ (mixed >> 31)
   }
 }

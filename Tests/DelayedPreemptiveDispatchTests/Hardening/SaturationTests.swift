@@ -149,7 +149,7 @@ import Testing
         durations.append(attoseconds + .nanoseconds(1) / 1_000_000_000 * offset)
       }
     }
-    var random = StateMachineModelTests.SplitMix64(state: 0x5eed_da7a)
+    var random = SeededRandomNumberGenerator(seed: 0x5eed_da7a)
     for _ in 0..<200_000 {
       // The high word mostly in the range that does not saturate, where the arithmetic is.
       let high =

@@ -1,3 +1,4 @@
+import DelayedPreemptiveDispatchTesting
 import Testing
 
 @testable import DelayedPreemptiveDispatch
@@ -20,7 +21,7 @@ import Testing
   }
 
   static func runSequence(seed: UInt64, operations: Int) -> String? {
-    var random = StateMachineModelTests.SplitMix64(state: seed)
+    var random = SeededRandomNumberGenerator(seed: seed)
     let options = StateMachineModelTests.randomOptions(&random)
     let keyCount = Int.random(in: 1...8, using: &random)
     let limit: Int? = Bool.random(using: &random) ? Int.random(in: 1...3, using: &random) : nil

@@ -1,3 +1,4 @@
+import DelayedPreemptiveDispatchTesting
 import Testing
 
 @testable import DelayedPreemptiveDispatch
@@ -125,19 +126,7 @@ import Testing
     }
   }
 
-  /// A small, seedable generator, so that a failing sequence can be replayed.
-  struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var value = state
-      value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-      return value ^ (value >> 31)
-    }
-  }
-
-  static func randomOptions(_ random: inout SplitMix64) -> DelayOptions {
+  static func randomOptions(_ random: inout SeededRandomNumberGenerator) -> DelayOptions {
     DelayOptions(
       deadlinePolicy: Bool.random(using: &random) ? .extend : .restart,
       maxWait: Bool.random(using: &random)
@@ -150,7 +139,7 @@ import Testing
 
   /// Runs one sequence; returns a description of the first divergence, or nil.
   static func runSequence(seed: UInt64, operations: Int) -> String? {
-    var random = SplitMix64(state: seed)
+    var random = SeededRandomNumberGenerator(seed: seed)
     let options = randomOptions(&random)
     let initialWork: String? = Bool.random(using: &random) ? "init" : nil
     var harness = MachineHarness(options: options, work: initialWork)
