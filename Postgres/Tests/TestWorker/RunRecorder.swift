@@ -12,8 +12,7 @@ struct RunRecorder: Sendable {
 
   /// `monotonic`: when the handler started, in seconds of this machine's `CLOCK_MONOTONIC`, which
   /// every process of the machine shares (see `monotonicSeconds()`). `firstAttemptMonotonic`:
-  /// when the first attempt of the same burst started in this process, if it did (see
-  /// ``FirstAttempts``).
+  /// when this process last started a first attempt of the key (see ``FirstAttempts``).
   func started(
     key: String, value: String, fence: Int64, monotonic: Double, attempt: Int,
     firstAttemptMonotonic: Double?
@@ -72,15 +71,16 @@ struct RunRecorder: Sendable {
   enum RecorderError: Error { case noID }
 }
 
-/// When each key's current burst had its first attempt in this process, so that a later
-/// attempt's record still says when the burst first ran: the record of an attempt can be lost
-/// (its insert goes through the worker's pool, which may still back off after an outage, and
-/// times out), and the burst is then retried.
+/// When this process last started a first attempt of each key, so that a later attempt's record
+/// still says when the burst first ran: the record of an attempt can be lost (its insert goes
+/// through the worker's pool, which may still back off after an outage, and times out), and the
+/// burst is then retried. That start is the burst's own when one process runs the key's bursts,
+/// as in the outage test that reads it; with several processes it may be an earlier burst's.
 actor FirstAttempts {
   private var starts: [String: Double] = [:]
 
-  /// Notes a handler's start; returns when the first attempt of its burst started here, or nil
-  /// when this process did not run it.
+  /// Notes a handler's start; returns the start of the last first attempt of its key in this
+  /// process, or nil when there was none.
   func started(key: String, attempt: Int, monotonic: Double) -> Double? {
     if attempt == 1 { starts[key] = monotonic }
     return starts[key]
