@@ -3,6 +3,7 @@
 # repeatable where the wall clock on this shared machine moves by 10 to 25 %.
 #
 #   scripts/postgres-instructions.sh [--batch N] BENCH...
+#   scripts/postgres-instructions.sh --write-floor BENCH
 #
 # BENCH is a dpd-postgres-bench binary (a release build; an older commit's build compares that
 # commit's statement with today's). For each one: a fresh server (scripts/postgres.sh), the
@@ -13,11 +14,20 @@
 # (N = 1 by default; 64 is near the batches that 64 producers make). The figure is
 # (I(900) - I(300)) / 600 / N: instructions per submission, the start-up and the preparation
 # cancelled out.
+#
+# --write-floor measures, the same way, the bench's write floor instead: the plainest write of
+# a submission's row (a one-row INSERT with no rule into a copy of `dpd_bursts` with its indexes
+# and rows; see dpd-postgres-bench), the least that any submission keeping its row there costs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 batch=1
+write_floor=0
 if [[ "${1:-}" == "--batch" ]]; then batch="$2"; shift 2; fi
+if [[ "${1:-}" == "--write-floor" ]]; then write_floor=1; shift; fi
+if [[ $write_floor -eq 1 && $batch -ne 1 ]]; then
+  echo "$0: --write-floor measures one row per transaction: no --batch" >&2; exit 2
+fi
 [[ $# -ge 1 ]] || { echo "usage: $0 [--batch N] BENCH..." >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "$0: valgrind is missing" >&2; exit 1; }
 
@@ -29,7 +39,13 @@ for bench in "$@"; do
   scripts/postgres.sh stop >/dev/null 2>&1 || true
   url=$(scripts/postgres.sh start)
   DPD_POSTGRES_URL="$url" DPD_BENCH_PARTS=none "$bench" >/dev/null
-  "$bench" --pgbench-script bench-submit | grep -v '^\\set' >"$work/statement.sql"
+  if [[ $write_floor -eq 1 ]]; then
+    "$bench" --write-floor-sql |
+      PGOPTIONS="-c client_min_messages=warning" psql -q -v ON_ERROR_STOP=1 "$url" >/dev/null
+    "$bench" --pgbench-write-floor | grep -v '^\\set' >"$work/statement.sql"
+  else
+    "$bench" --pgbench-script bench-submit | grep -v '^\\set' >"$work/statement.sql"
+  fi
   # shellcheck disable=SC1090
   source "$DPD_POSTGRES_STATE"   # BIN, DIR
   scripts/postgres.sh down >/dev/null
@@ -65,6 +81,8 @@ PY
     fi
     total[$runs]=$(sed -n 's/^summary: //p' "$work/callgrind.out")
   done
-  python3 -c "print('$bench: %.0f server instructions per submission (batches of $batch)' % ((${total[900]} - ${total[300]}) / 600 / $batch))"
+  what="server instructions per submission (batches of $batch)"
+  [[ $write_floor -eq 0 ]] || what="server instructions per plain one-row write (the write floor)"
+  python3 -c "print('$bench: %.0f $what' % ((${total[900]} - ${total[300]}) / 600 / $batch))"
   scripts/postgres.sh up >/dev/null
 done

@@ -140,6 +140,14 @@ def section(runs):
         lines.append(
             f"| (beside it: `delay`, 1 producer, to its own statement sent by hand from 1 producer) | "
             f"{cell(to_statement, 2, '×')} | no target: the package's own share, see below |")
+    write_to_floor = ratios(runs, value_of(OURS, "write-floor", producers=1),
+                            value_of(OURS, "floor", producers=1))
+    if write_to_floor:
+        lines.append(
+            f"| (beside it: the plainest write of a submission's row, a one-row `INSERT` with no "
+            f"rule, 1 producer, to the client floor from 1 producer) | "
+            f"{cell(write_to_floor, 2, '×')} | no target: the least that any submission that "
+            f"writes its row costs |")
     to_hand = ratios(runs, value_of(OURS, "transaction", mix="by hand", producers=1),
                      value_of(OURS, "transaction", mix="delay(on:)", producers=1))
     if to_hand:
@@ -186,6 +194,7 @@ def section(runs):
     floors = {count: values(runs, OURS, "floor", producers=count) for count in (1, 8)}
     statement_floors = {count: values(runs, OURS, "statement-floor", producers=count)
                         for count in (1, 8)}
+    write_floors = {count: values(runs, OURS, "write-floor", producers=count) for count in (1, 8)}
     transactions = {way: values(runs, OURS, "transaction", mix=way, producers=1)
                     for way in ("delay(on:)", "by hand")}
     lines += [
@@ -201,6 +210,15 @@ def section(runs):
             "with one submission, prepared, through `PostgresClient.execute`): "
             + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
                         for count, samples in statement_floors.items() if samples) + ".",
+        ]
+    if any(write_floors.values()):
+        lines += [
+            "",
+            "Write floor, producers each sending the plainest write of a submission's row: a "
+            "prepared one-row `INSERT` into a copy of `dpd_bursts` (its indexes and its rows), "
+            "with no rule and no wake-up: "
+            + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
+                        for count, samples in write_floors.items() if samples) + ".",
         ]
     if any(transactions.values()):
         lines += [
@@ -233,7 +251,8 @@ def section(runs):
         figures = sorted({entry["figure"] for run in runs for entry in run
                           if entry.get("contender", OURS) == contender
                           and entry.get("figure") not in ("submit", "drain", "lateness", "floor", "load",
-                                                          "statement-floor", "transaction")})
+                                                          "statement-floor", "write-floor",
+                                                          "transaction")})
         for figure in figures:
             samples = values(runs, contender, figure)
             entry = next(entry for run in runs for entry in run

@@ -10,7 +10,10 @@
 //    its calls one after another: what `delay` from as many producers compares with; and the
 //    statement floor: the same producers sending `delay`'s own statement by hand (a call of
 //    `dpd_submit` with one submission, prepared, through `PostgresClient.execute`): what the
-//    database's work for one submission adds to the client's round trip.
+//    database's work for one submission adds to the client's round trip; and the write floor:
+//    the same producers sending the plainest write of a submission's row, a prepared one-row
+//    INSERT into `bench_write_floor` (a copy of `dpd_bursts` with its indexes and rows), without
+//    any rule: the least that any submission that keeps its row in this table costs.
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
@@ -41,6 +44,15 @@ let resetStatements = [
   "VACUUM ANALYZE dpd_bursts",
 ]
 
+/// The write floor's table (see 0. above): a copy of `dpd_bursts` with its indexes, starting
+/// from the same rows, made before each write floor point and dropped after it.
+let writeFloorStatements = [
+  "DROP TABLE IF EXISTS bench_write_floor",
+  "CREATE TABLE bench_write_floor (LIKE dpd_bursts INCLUDING ALL)",
+  "INSERT INTO bench_write_floor SELECT * FROM dpd_bursts",
+  "VACUUM ANALYZE bench_write_floor",
+]
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "--pgbench-script", arguments.count == 2 {
   print(BenchmarkStatements.pgbenchScript(name: arguments[1]), terminator: "")
@@ -48,6 +60,17 @@ if arguments.first == "--pgbench-script", arguments.count == 2 {
 }
 if arguments.first == "--reset-sql", arguments.count == 1 {
   print(resetStatements.map { $0 + ";" }.joined(separator: "\n"))
+  exit(0)
+}
+// The write floor for scripts/postgres-instructions.sh: the statements that make its table, and
+// its INSERT as a pgbench script (a fresh key per transaction in `:k`).
+if arguments.first == "--write-floor-sql", arguments.count == 1 {
+  print(writeFloorStatements.map { $0 + ";" }.joined(separator: "\n"))
+  exit(0)
+}
+if arguments.first == "--pgbench-write-floor", arguments.count == 1 {
+  let insert = PlainWrite.sql.replacingOccurrences(of: "$1", with: "'k' || :k")
+  print("\\set k random(1, 1000000000)\n" + insert + ";")
   exit(0)
 }
 
@@ -162,6 +185,22 @@ if parts.contains("floor") {
         figure: "statement-floor", producers: producers, value: floor, unit: "/s",
         note: "dpd_submit with one submission, prepared, sent by hand through PostgresClient"))
     try await reset()
+  }
+  for producers in [1, 8] {
+    for statement in writeFloorStatements {
+      _ = try await client.query(PostgresQuery(unsafeSQL: statement))
+    }
+    let floor = try await rate(producers: producers) { producer, index in
+      for try await _ in try await client.execute(
+        PlainWrite(key: "w\(producer)-\(index)"), logger: silentLogger)
+      {}
+    }
+    progress(String(format: "write floor %d producers: %.0f/s", producers, floor))
+    emit(
+      Figure(
+        figure: "write-floor", producers: producers, value: floor, unit: "/s",
+        note: "a prepared one-row INSERT into a copy of dpd_bursts, no rule"))
+    _ = try await client.query("DROP TABLE bench_write_floor")
   }
 }
 
@@ -368,6 +407,27 @@ struct HandSentSubmission: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// The write floor's statement: a submission's row written with no rule at all (a fresh key,
+/// the deadline an hour away), into a copy of `dpd_bursts` with the same indexes and rows.
+struct PlainWrite: PostgresPreparedStatement {
+  typealias Row = Int
+  static let sql = """
+    INSERT INTO bench_write_floor (name, key, value, deadline, due_at, first_submitted)
+    VALUES ('bench-write', $1, '1'::jsonb, clock_timestamp() + interval '1 hour',
+      clock_timestamp() + interval '1 hour', clock_timestamp())
+    """
+  static let bindingDataTypes: [PostgresDataType] = [.text]
+  var key: String
+
+  func makeBindings() -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 1)
+    bindings.append(key)
+    return bindings
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { 0 }
 }
 
 /// Sends `statement` on a connection of the pool and reads its row.
