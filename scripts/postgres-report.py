@@ -110,6 +110,12 @@ def notes(runs, contender, figure):
     return None
 
 
+def per_producers(samples_by_count):
+    """One floor's figures, "1 producer X /s, 8 producers Y /s", for the counts that ran."""
+    return ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
+                     for count, samples in samples_by_count.items() if samples)
+
+
 def section(runs):
     loads = values(runs, None, "load")
     starts = [entry.get("started", "?") for entry in (find(run, None, "load") for run in runs) if entry]
@@ -200,16 +206,14 @@ def section(runs):
     lines += [
         "",
         "Client floor, producers each sending `SELECT 1` through `PostgresClient` one after "
-        "another: " + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
-                                for count, samples in floors.items() if samples) + ".",
+        "another: " + per_producers(floors) + ".",
     ]
     if any(statement_floors.values()):
         lines += [
             "",
             "Statement floor, producers each sending `delay`'s own statement by hand (`dpd_submit` "
             "with one submission, prepared, through `PostgresClient.execute`): "
-            + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
-                        for count, samples in statement_floors.items() if samples) + ".",
+            + per_producers(statement_floors) + ".",
         ]
     if any(write_floors.values()):
         lines += [
@@ -217,8 +221,7 @@ def section(runs):
             "Write floor, producers each sending the plainest write of a submission's row: a "
             "prepared one-row `INSERT` into a copy of `dpd_bursts` (its indexes and its rows), "
             "with no rule and no wake-up: "
-            + ", ".join(f"{count} producer{'s' if count != 1 else ''} {cell(samples)} /s"
-                        for count, samples in write_floors.items() if samples) + ".",
+            + per_producers(write_floors) + ".",
         ]
     if any(transactions.values()):
         lines += [
