@@ -129,27 +129,6 @@ import Testing
     #expect(counts == [.executed: 1, .preempted: tasks * calls - 1])
   }
 
-  /// `wait(timeout:)` from eight threads returns for all of them once the burst has run.
-  @Test func waitFromManyThreadsReturnsForAll() async {
-    let clock = ManualClock()
-    let queue = DelayedPreemptiveDispatchQueue(clock: clock) {}
-    queue.delay(1)
-    let waiters = DispatchGroup()
-    let results = Recorder<DispatchTimeoutResult>()
-    // Each waiter blocks a thread of its own (a serial queue with no target), not one of the
-    // global pool's few threads that the queue's own work needs.
-    for index in 0..<8 {
-      DispatchQueue(label: "waiter \(index)").async(group: waiters) {
-        results.append(queue.wait(timeout: RealTime.deadline()))
-      }
-    }
-    await clock.advance(by: .seconds(1))
-    await withCheckedContinuation { continuation in
-      waiters.notify(queue: .global()) { continuation.resume() }
-    }
-    #expect(results.elements == Array(repeating: .success, count: 8))
-  }
-
   /// Releasing the last reference while the timer is in flight: the task runs at most once,
   /// and its ticket says whether it did.
   @Test func releaseRacingTimerRunsAtMostOnce() async {

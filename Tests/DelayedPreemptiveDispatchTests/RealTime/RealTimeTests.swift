@@ -67,4 +67,28 @@ import Testing
     await clock.advance(by: .milliseconds(10))
     #expect(ran.all == ["ran"])
   }
+
+  /// `wait(timeout:)` from eight threads returns for all of them once the burst has run. The
+  /// clock is a `ManualClock`, but each waiter waits up to `RealTime.eventually` in real time:
+  /// the queue's work must get a thread first, so the test lives here, with the real-time
+  /// suites (under a sanitizer, beside the storms, it once waited more than 120 s).
+  @Test func waitFromManyThreadsReturnsForAll() async {
+    let clock = ManualClock()
+    let queue = DelayedPreemptiveDispatchQueue(clock: clock) {}
+    queue.delay(1)
+    let waiters = DispatchGroup()
+    let results = Recorder<DispatchTimeoutResult>()
+    // Each waiter blocks a thread of its own (a serial queue with no target), not one of the
+    // global pool's few threads that the queue's own work needs.
+    for index in 0..<8 {
+      DispatchQueue(label: "waiter \(index)").async(group: waiters) {
+        results.append(queue.wait(timeout: RealTime.deadline()))
+      }
+    }
+    await clock.advance(by: .seconds(1))
+    await withCheckedContinuation { continuation in
+      waiters.notify(queue: .global()) { continuation.resume() }
+    }
+    #expect(results.elements == Array(repeating: .success, count: 8))
+  }
 }
