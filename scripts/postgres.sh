@@ -9,6 +9,9 @@
 #   scripts/postgres.sh up      # starts the stopped server again, on the same port
 #   scripts/postgres.sh freeze  # SIGSTOP the postmaster: new connections get no answer
 #   scripts/postgres.sh thaw    # SIGCONT the postmaster
+#   scripts/postgres.sh pause   # SIGSTOP the postmaster and every process of the server: a
+#                               # server that answers nothing, on open connections or new ones
+#   scripts/postgres.sh resume  # SIGCONT them all
 #   scripts/postgres.sh tls CERT KEY  # serve TLS with this certificate and key (PEM), as ssl=on
 #   scripts/postgres.sh tls off       # serve no TLS again
 #
@@ -260,6 +263,22 @@ freeze)
 thaw)
   read_state && kill -CONT "$(postmaster_pid)"
   ;;
+pause)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  pm="$(postmaster_pid)"
+  # Its children first, so that none of them sees its postmaster stopped while it runs on.
+  for pid in $(ps -o pid= --ppid "$pm"); do kill -STOP "$pid" 2>/dev/null || true; done
+  kill -STOP "$pm"
+  ;;
+resume)
+  read_state || exit 0
+  pm="$(postmaster_pid)"
+  kill -CONT "$pm"
+  for pid in $(ps -o pid= --ppid "$pm"); do kill -CONT "$pid" 2>/dev/null || true; done
+  ;;
 tls)
   is_running || {
     log "no server running"
@@ -284,7 +303,7 @@ stop)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|tls CERT KEY|tls off" >&2
+  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|pause|resume|tls CERT KEY|tls off" >&2
   exit 2
   ;;
 esac

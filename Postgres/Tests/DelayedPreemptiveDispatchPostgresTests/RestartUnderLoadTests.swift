@@ -5,30 +5,80 @@ import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// Rule P7 through a `pg_ctl restart -m fast` while the machine is loaded: two worker
-/// processes whose handlers take 0 to 400 ms, four producers submitting again and again to
-/// the same 108 keys (so that submissions land while their key runs, and bursts wait in
-/// `later`), both cores kept busy by two spinning processes, then a third worker joining after
-/// the restart. Every key whose last `delay` returned must run with that value or a newer one,
-/// and no row may stay claimed once the queue has drained. Part of the serialized outage suite,
-/// so that no other test restarts the fault server meanwhile.
+/// Rule P7 through outages while the machine is loaded: worker processes whose handlers write
+/// their runs to the database, four producers submitting again and again to the same keys (so
+/// that submissions land while their key runs or ends, and bursts wait in `later`), both cores
+/// kept busy by two spinning processes, then a fresh worker joining after the outage. Every key
+/// whose last `delay` returned must run with that value or a newer one, and no row may stay
+/// pending once the queue has drained. Part of the serialized outage suite, so that no other
+/// test restarts the fault server meanwhile.
 ///
-/// `DPD_RESTART_RUNS` says how many times in a row (default 1, as in CI);
-/// `DPD_RESTART_LEASE_MS` the lease (default 3000); `DPD_RESTART_WARNINGS` prints the workers'
-/// warnings.
+/// Three outages, one test each: a `pg_ctl restart -m fast`; a `pg_ctl stop -m fast`, 3 s down,
+/// then a start; and every process of the server stopped (SIGSTOP) for 8 s. The restart keeps the
+/// load it always had (lease 3 s, handlers of 0 to 400 ms, delays of 0 to 300 ms, 108 keys); the
+/// other two take the load of the check that found issue 38's losses (lease 10 s, handlers of 0
+/// to 40 ms, delays of 0 to 400 ms, 104 keys).
+///
+/// `DPD_RESTART_RUNS` says how many times in a row each test runs (default 1, as in CI);
+/// `DPD_RESTART_LEASE_MS` the restart's lease (default 3000); `DPD_RESTART_WARNINGS` prints the
+/// workers' warnings.
 extension PostgresOutageTests {
   static let restartRuns = Int(ProcessInfo.processInfo.environment["DPD_RESTART_RUNS"] ?? "") ?? 1
-  /// `DPD_RESTART_MORE_OUTAGES`: a stop and start, and a frozen postmaster, after the restart.
-  static let restartWithMoreOutages =
-    ProcessInfo.processInfo.environment["DPD_RESTART_MORE_OUTAGES"] != nil
   static let restartLeaseMilliseconds =
     Int(ProcessInfo.processInfo.environment["DPD_RESTART_LEASE_MS"] ?? "") ?? 3000
+
+  /// What the server goes through while the producers and workers go on.
+  enum LoadedOutage: String, Sendable {
+    /// `pg_ctl restart -m fast`.
+    case restart
+    /// `pg_ctl stop -m fast`, 3 s down, then a start on the same port.
+    case stopStart = "stop/start"
+    /// Every process of the server stopped with SIGSTOP for 8 s, then continued.
+    case pause
+
+    func happen() async throws {
+      switch self {
+      case .restart:
+        try await FaultServer.control("restart")
+      case .stopStart:
+        try await FaultServer.control("down")
+        try await Task.sleep(for: .seconds(3))
+        try await FaultServer.control("up")
+      case .pause:
+        try await FaultServer.control("pause")
+        try await Task.sleep(for: .seconds(8))
+        try await FaultServer.control("resume")
+      }
+    }
+  }
+
+  /// The load beside an outage.
+  struct Load: Sendable {
+    var leaseMilliseconds: Int
+    var handlerMaxMilliseconds: Int
+    var delayMaxMilliseconds: Int
+    var keysPerProducer: Int
+    /// How the handlers record their runs (the test worker's flags).
+    var recording: [String] = []
+
+    static var restart: Load {
+      Load(
+        leaseMilliseconds: restartLeaseMilliseconds, handlerMaxMilliseconds: 400,
+        delayMaxMilliseconds: 300, keysPerProducer: 27)
+    }
+    /// The load of the check that found issue 38's losses: its handlers trust the driver's
+    /// queries to end (no bound of their own) and try a failing write again for up to 10 s.
+    static let outsideCheck = Load(
+      leaseMilliseconds: 10_000, handlerMaxMilliseconds: 40, delayMaxMilliseconds: 400,
+      keysPerProducer: 26, recording: ["--record-timeout-ms", "0", "--record-retry-ms", "10000"])
+  }
 
   struct RestartOutcome: Sendable, CustomStringConvertible {
     var acknowledged = 0
     var keys = 0
     var lost: [String] = []
     var stranded: [String] = []
+    var pending: [String] = []
     var failures = 0
     var alive = 0
     var drained: Duration?
@@ -36,23 +86,37 @@ extension PostgresOutageTests {
 
     var description: String {
       "acknowledged \(acknowledged) delays over \(keys) keys, lost \(lost.count) \(lost), "
-        + "stranded claims \(stranded.count) \(stranded), kept failures \(failures), "
-        + "workers alive \(alive) of 3, drained in \(drained.map { "\($0)" } ?? "never")"
+        + "pending after the drain \(pending.count), stranded claims \(stranded.count) "
+        + "\(stranded), kept failures \(failures), workers alive \(alive) of 3, drained in "
+        + "\(drained.map { "\($0)" } ?? "never")"
     }
   }
 
   @Test func restartUnderLoadLosesNoAcknowledgedSubmission() async throws {
+    try await expectNoLoss(through: .restart, load: .restart)
+  }
+
+  @Test func stopAndStartUnderLoadLosesNoAcknowledgedSubmission() async throws {
+    try await expectNoLoss(through: .stopStart, load: .outsideCheck)
+  }
+
+  @Test func pausedServerUnderLoadLosesNoAcknowledgedSubmission() async throws {
+    try await expectNoLoss(through: .pause, load: .outsideCheck)
+  }
+
+  func expectNoLoss(through outage: LoadedOutage, load: Load) async throws {
     var outcomes: [RestartOutcome] = []
     for run in 1...Self.restartRuns {
-      let outcome = try await restartOnce()
-      print("restart under load, run \(run) of \(Self.restartRuns): \(outcome)")
+      let outcome = try await outageOnce(outage, load: load)
+      print("\(outage.rawValue) under load, run \(run) of \(Self.restartRuns): \(outcome)")
       for line in outcome.errors.prefix(20) { print("  worker log: \(line)") }
       outcomes.append(outcome)
     }
-    let clean = outcomes.filter { $0.lost.isEmpty && $0.stranded.isEmpty }.count
-    print("restart under load: \(clean) of \(outcomes.count) runs lost nothing")
+    let clean = outcomes.filter { $0.lost.isEmpty && $0.pending.isEmpty }.count
+    print("\(outage.rawValue) under load: \(clean) of \(outcomes.count) runs lost nothing")
     for outcome in outcomes {
       #expect(outcome.lost.isEmpty)
+      #expect(outcome.pending.isEmpty)
       #expect(outcome.stranded.isEmpty)
       #expect(outcome.failures == 0)
       #expect(outcome.alive == 3)
@@ -61,9 +125,9 @@ extension PostgresOutageTests {
     }
   }
 
-  func restartOnce() async throws -> RestartOutcome {
+  func outageOnce(_ outage: LoadedOutage, load: Load) async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
-      "restart-load", lease: .milliseconds(Self.restartLeaseMilliseconds), maxAttempts: 50,
+      "outage-load", lease: .milliseconds(load.leaseMilliseconds), maxAttempts: 50,
       url: FaultServer.url
     ) { queue, client in
       var queue = queue
@@ -73,11 +137,12 @@ extension PostgresOutageTests {
       let logs = FileManager.default.temporaryDirectory.appendingPathComponent(queue.name)
       try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
       defer { try? FileManager.default.removeItem(at: logs) }
-      let flags = [
-        "--concurrency", "4", "--lease-ms", "\(Self.restartLeaseMilliseconds)", "--max-attempts",
-        "50",
-        "--retry-backoff-ms", "100", "--handler-max-ms", "400", "--log-level", "info",
-      ]
+      let flags =
+        [
+          "--concurrency", "4", "--lease-ms", "\(load.leaseMilliseconds)", "--max-attempts", "50",
+          "--retry-backoff-ms", "100", "--handler-max-ms", "\(load.handlerMaxMilliseconds)",
+          "--log-level", "info",
+        ] + load.recording
       var workers: [WorkerProcess] = []
       for index in 0..<2 {
         workers.append(
@@ -97,12 +162,13 @@ extension PostgresOutageTests {
             group.addTask {
               var sequence: [String: Int] = [:]
               while !stop.isSet {
-                let key = "key-p\(producer)-\(Int.random(in: 0..<27))"
+                let key = "key-p\(producer)-\(Int.random(in: 0..<load.keysPerProducer))"
                 let value = sequence[key, default: 0] + 1
                 sequence[key] = value
                 do {
                   try await queue.delay(
-                    key, for: .milliseconds(Int.random(in: 0...300)), value: "\(value)")
+                    key, for: .milliseconds(Int.random(in: 0...load.delayMaxMilliseconds)),
+                    value: "\(value)")
                   await producers.acknowledged(key, value)
                 } catch {
                   await producers.failed(key, error)
@@ -114,7 +180,7 @@ extension PostgresOutageTests {
         }
       }
       try await Task.sleep(for: .seconds(4))
-      try await FaultServer.control("restart")
+      try await outage.happen()
       try await Task.sleep(for: .seconds(3))
       workers.append(
         try WorkerProcess(
@@ -122,18 +188,6 @@ extension PostgresOutageTests {
           errorFile: logs.appendingPathComponent("worker-2.log")))
       await workers[2].waitUntilReady()
       try await Task.sleep(for: .seconds(2))
-      if Self.restartWithMoreOutages {
-        // As the report that found the stranded claims did: a 3 s stop and start, then an 8 s
-        // freeze of the postmaster, both while the producers go on.
-        try await FaultServer.control("down")
-        try await Task.sleep(for: .seconds(3))
-        try await FaultServer.control("up")
-        try await Task.sleep(for: .seconds(3))
-        try await FaultServer.control("freeze")
-        try await Task.sleep(for: .seconds(8))
-        try await FaultServer.control("thaw")
-        try await Task.sleep(for: .seconds(2))
-      }
       stop.set()
       await producing.value
 
@@ -144,7 +198,8 @@ extension PostgresOutageTests {
       }
       outcome.alive = workers.filter(\.process.isRunning).count
       outcome.stranded = try await RunTable.claimedKeys(queue.name, client: client)
-      let pending = try await RunTable.rows(queue.name, client: client)
+      outcome.pending = try await RunTable.pendingKeys(queue.name, client: client)
+      let rows = try await RunTable.rows(queue.name, client: client)
       try await PostgresReplicaTests.stop(workers)
       for spinner in spinners { spinner.stop() }
 
@@ -155,32 +210,29 @@ extension PostgresOutageTests {
       outcome.lost = lastAcknowledged.filter { key, value in (newestRun[key] ?? 0) < value }
         .map(\.key).sorted()
       outcome.failures = try await queue.failures().count
-      for index in 0..<3 {
-        let text =
-          (try? String(
-            contentsOf: logs.appendingPathComponent("worker-\(index).log"), encoding: .utf8))
-          ?? ""
+      let logText = (0..<3).map { index in
+        (try? String(
+          contentsOf: logs.appendingPathComponent("worker-\(index).log"), encoding: .utf8)) ?? ""
+      }
+      for (index, text) in logText.enumerated() {
         outcome.errors += text.split(separator: "\n").filter { $0.contains(" error ") }
           .map { "worker \(index): \($0)" }
       }
       if ProcessInfo.processInfo.environment["DPD_RESTART_WARNINGS"] != nil {
-        for index in 0..<3 {
-          let text =
-            (try? String(
-              contentsOf: logs.appendingPathComponent("worker-\(index).log"), encoding: .utf8))
-            ?? ""
+        for (index, text) in logText.enumerated() {
           for line in text.split(separator: "\n") where line.contains(" warning ") {
             print("worker \(index): \(line.prefix(400))")
           }
         }
       }
-      if !outcome.lost.isEmpty || !outcome.stranded.isEmpty {
-        print("rows left: \(pending)")
-        for index in 0..<3 {
-          let text =
-            (try? String(
-              contentsOf: logs.appendingPathComponent("worker-\(index).log"), encoding: .utf8))
-            ?? ""
+      if !outcome.lost.isEmpty || !outcome.pending.isEmpty {
+        print("rows left: \(rows)")
+        for key in outcome.lost {
+          print(
+            "lost \(key): last acknowledged \(lastAcknowledged[key] ?? 0), newest run "
+              + "\(newestRun[key] ?? 0); runs \(try await table.runs(of: key))")
+        }
+        for (index, text) in logText.enumerated() {
           print("worker \(index) log:\n\(text.suffix(6000))")
         }
         print("producer failures: \(await producers.failures.prefix(20))")
@@ -234,6 +286,15 @@ extension RunTable {
     return keys
   }
 
+  /// Keys whose row still holds work (a burst that waits or runs).
+  static func pendingKeys(_ name: String, client: PostgresClient) async throws -> [String] {
+    var keys: [String] = []
+    let rows = try await client.query(
+      "SELECT key FROM dpd_bursts WHERE name = \(name) AND NOT idle AND NOT failed ORDER BY key")
+    for try await key in rows.decode(String.self) { keys.append(key) }
+    return keys
+  }
+
   /// Every column of the rows left, as text, to diagnose a failure.
   static func rows(_ name: String, client: PostgresClient) async throws -> [String] {
     var found: [String] = []
@@ -241,6 +302,20 @@ extension RunTable {
       """
       SELECT row_to_json(b)::text || ' now ' || clock_timestamp()::text
       FROM dpd_bursts AS b WHERE name = \(name)
+      """)
+    for try await row in rows.decode(String.self) { found.append(row) }
+    return found
+  }
+
+  /// A key's recorded runs, in order of their start, as text, to diagnose a failure.
+  func runs(of key: String) async throws -> [String] {
+    var found: [String] = []
+    let rows = try await client.query(
+      """
+      SELECT value || ' by ' || worker || ' fence ' || fence || ' attempt '
+        || coalesce(attempt::text, '?') || ' started ' || started::text
+        || ' finished ' || coalesce(finished::text, 'never')
+      FROM dpd_test_runs WHERE name = \(name) AND key = \(key) ORDER BY started
       """)
     for try await row in rows.decode(String.self) { found.append(row) }
     return found

@@ -14,6 +14,8 @@ struct WorkerSettings: Sendable {
   /// How long a record query may take before the handler throws (`bounded`): short for the
   /// outage tests, where a restart leaves queries unanswered.
   var recordTimeoutMilliseconds = 2000
+  /// How long a failing record query is tried again before the handler throws; 0: not again.
+  var recordRetryMilliseconds = 0
   var recordBatched = false
   var fenced = false
   var transactional = false
@@ -55,6 +57,8 @@ struct WorkerSettings: Sendable {
       case "--lease-ms": leaseMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--record-timeout-ms":
         recordTimeoutMilliseconds = Self.number(remaining.popFirst(), flag)
+      case "--record-retry-ms":
+        recordRetryMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--handler-ms": handlerMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--handler-max-ms": handlerMaxMilliseconds = Self.number(remaining.popFirst(), flag)
       case "--max-attempts": maxAttempts = Self.number(remaining.popFirst(), flag)

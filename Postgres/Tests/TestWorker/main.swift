@@ -11,7 +11,11 @@
 //   --record              record each run's start and end in table dpd_test_runs
 //   --record-batched      record runs (no times) in batches: for large backlogs
 //   --record-timeout-ms N a record query slower than this makes the handler throw (default:
-//                         2000, so that a restart cannot hold a handler and its lease)
+//                         2000, so that a restart cannot hold a handler and its lease); 0: no
+//                         bound, as a handler that trusts its driver's queries to end
+//   --record-retry-ms N   a record query that fails is tried again, every 50 ms, for up to N ms
+//                         before the handler throws (default: 0, no retry), as a handler that
+//                         writes its own table carefully would
 //   --fenced              after the sleep, make a fenced write to dpd_test_fenced (even when
 //                         cancelled, as a stale run that ignores cancellation would)
 //   --observe-cancel-ms N after that, wait up to N ms for the run's cancellation and record when
@@ -88,6 +92,21 @@ let batchWriter = Task {
   try await queue.migrate()
   FileHandle.standardOutput.write(Data("ready\n".utf8))
   let recordTimeout = Duration.milliseconds(settings.recordTimeoutMilliseconds)
+  let recordRetry = Duration.milliseconds(settings.recordRetryMilliseconds)
+  /// A record query, bounded and retried as the flags say.
+  @Sendable func recording<T: Sendable>(_ query: @escaping @Sendable () async throws -> T)
+    async throws -> T
+  {
+    let giveUp = ContinuousClock.now + recordRetry
+    while true {
+      do {
+        return recordTimeout > .zero ? try await bounded(recordTimeout, query) : try await query()
+      } catch {
+        guard ContinuousClock.now < giveUp else { throw error }
+        try await Task.sleep(for: .milliseconds(50))
+      }
+    }
+  }
   let handle: @Sendable (PostgresBurstRun<Value>, PostgresConnection?) async throws -> Void = {
     run, connection in
     let monotonic = monotonicSeconds()
@@ -99,7 +118,7 @@ let batchWriter = Task {
     }
     let id =
       settings.record
-      ? try await bounded(recordTimeout) {
+      ? try await recording {
         try await recorder.started(
           key: run.key, value: value, fence: run.fence, monotonic: monotonic,
           attempt: run.attempt, firstAttemptMonotonic: firstAttempt)
@@ -126,7 +145,7 @@ let batchWriter = Task {
       }
     }
     if settings.fenced, let id {
-      _ = try await bounded(recordTimeout) {
+      _ = try await recording {
         try await recorder.fencedWrite(id, key: run.key, value: value, fence: run.fence)
       }
     }
@@ -138,10 +157,10 @@ let batchWriter = Task {
       if Task.isCancelled { cancelledAt = Date().timeIntervalSince1970 }
     }
     if let id, let cancelledAt {
-      try await bounded(recordTimeout) { try await recorder.cancelled(id, at: cancelledAt) }
+      try await recording { try await recorder.cancelled(id, at: cancelledAt) }
     }
     if let id, cancelledAt == nil {
-      try await bounded(recordTimeout) { try await recorder.finished(id) }
+      try await recording { try await recorder.finished(id) }
     }
     if !settings.quiet { print("ran \(run.key) = \(value)") }
   }
