@@ -44,6 +44,10 @@ extension PostgresDelayedPreemptiveQueue {
         let send:
           @Sendable (PostgresConnection, BoundedCall<Result>.Sender) async throws -> Result = {
             connection, sender in
+            // postgres-nio 1.33.2 can lend a connection the server has just closed (the pool
+            // has not seen the close yet), and a query written to it is never answered: the call
+            // then fails unsent, and is not held until its timeout.
+            guard !connection.isClosed else { throw PostgresError.connectionClosed }
             guard call.startSending(on: sender) else { throw CancellationError() }
             let result = try await body(connection)
             if let faults, faults.takesAnswer(of: operation) {

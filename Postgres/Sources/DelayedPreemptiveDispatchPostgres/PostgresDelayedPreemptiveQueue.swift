@@ -84,6 +84,24 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// sent on the connection the queue keeps for single calls closes that connection at the bound
   /// (<doc:GuaranteesInProduction#A-single-delay-skips-the-pool>). Default: ten seconds.
   public var connectionTimeout: Duration = .seconds(10)
+  /// The longest a handler may run; nil for no bound. A run past it is given up: its handler
+  /// is cancelled (a transactional run's connection is closed, which rolls its transaction
+  /// back), and the run ends as a handler that threw does, retried after ``retryBackoff`` and
+  /// kept after `maxAttempts` runs, with `last_error` saying why. A handler that has not
+  /// returned `lease / 3` after its cancellation is abandoned: the worker no longer waits for
+  /// it, for its slot or to shut down, and records the run's end without it. Such a handler
+  /// may still be running when its burst runs again, so its writes must be fenced, as those of
+  /// a run whose lease was lost (<doc:GuaranteesInProduction#A-handler-that-does-not-return>).
+  /// Default: 30 seconds, the default `lease`: a debounced task is short, and a handler can
+  /// fail to return through no fault of its own, for example a query that postgres-nio 1.33.2
+  /// never answers because it was sent on a connection the server had just closed.
+  public var runTimeout: Duration? = .seconds(30) {
+    willSet {
+      if let newValue {
+        requireArgument(newValue > .zero, "runTimeout must be positive, or nil for no bound")
+      }
+    }
+  }
   /// While the database cannot be reached, a worker retries its claims, renewals and
   /// completions after a backoff that starts at 100 ms and doubles up to this cap. Default:
   /// five seconds. Bursts due after an outage start within `safetyPoll` plus this cap of the

@@ -1,5 +1,6 @@
 import Foundation
 import Instrumentation
+import NIOCore
 
 extension Worker {
   /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
@@ -23,19 +24,37 @@ extension Worker {
       let handler = handler
       let context = span.context
       let claimed = burst
-      let task = Task { () async throws -> RunEnd in
-        try await ServiceContext.$current.withValue(context) {
-          switch handler {
-          case .plain(let body):
-            try await body(run)
-            return .returned
-          case .transactional(let body):
-            return try await transactional(run, of: claimed, body)
+      let watch = RunWatch()
+      let task = Task {
+        do {
+          let end = try await ServiceContext.$current.withValue(context) { () -> RunEnd in
+            switch handler {
+            case .plain(let body):
+              try await body(run)
+              return .returned
+            case .transactional(let body):
+              return try await transactional(run, of: claimed, watch: watch, body)
+            }
           }
+          watch.ended(.success(end))
+        } catch {
+          watch.ended(.failure(error))
         }
       }
-      leases.attach(burst.claim) { task.cancel() }
-      result = await task.result
+      // A run given up (past `runTimeout`, or its lease lost) is cancelled, and no longer waited
+      // for once `lease / 3` more has passed (``RunWatch``).
+      let timers = queue.callTimers
+      let grace = queue.lease / 3
+      leases.attach(burst.claim) {
+        watch.giveUp(.leaseLost, grace: grace, timers: timers) { task.cancel() }
+      }
+      let timeout = queue.runTimeout.map { limit in
+        timers.add(at: .now() + TimeAmount(limit)) {
+          watch.giveUp(.timedOut, grace: grace, timers: timers) { task.cancel() }
+        }
+      }
+      result = outcome(await watch.wait(), givenUp: watch.reason)
+      if let timeout { timers.remove(timeout) }
       queue.metrics.runDuration.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
       if case .failure(let error) = result { spanError = error } else { spanError = nil }
     } catch {
@@ -48,6 +67,29 @@ extension Worker {
     await record(result, of: burst)
     leases.remove(burst.claim)
     await runEnded.ring()
+  }
+
+  /// The run's result as its end records it: the handler's own, unless the run was given up.
+  /// A handler that ended with an error after it was given up for `runTimeout` (its
+  /// cancellation, most likely) failed for that reason; one that did not end in time after it
+  /// was abandoned, and the worker says so once.
+  private func outcome(_ waited: RunWatch.Outcome, givenUp reason: RunWatch.Reason?)
+    -> Result<RunEnd, any Error>
+  {
+    switch (waited, reason) {
+    case (.ended(.failure), .timedOut?):
+      return .failure(RunGivenUp(reason: .timedOut, limit: queue.runTimeout, abandoned: false))
+    case (.ended(let result), _):
+      return result
+    case (.abandoned, let reason):
+      let givenUp = RunGivenUp(
+        reason: reason ?? .leaseLost, limit: queue.runTimeout, abandoned: true)
+      let message =
+        "\(givenUp): the worker no longer waits for it; its burst runs again, so its writes must "
+        + "be fenced"
+      logger.warning("\(message)")
+      return .failure(givenUp)
+    }
   }
 
   /// Records the end of a run, retrying while the database cannot be reached. The database

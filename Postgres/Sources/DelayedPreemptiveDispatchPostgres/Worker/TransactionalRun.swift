@@ -11,13 +11,19 @@ extension Worker {
   /// writes land). The lease is renewed on other connections all the while; the row of the
   /// burst is locked only by the last statement, the run's end, so a renewal waits for no
   /// more than the commit.
+  ///
+  /// A run given up (``RunWatch``) closes the connection, which rolls the transaction back.
   func transactional(
-    _ run: PostgresBurstRun<Value>, of burst: ClaimedBurst,
+    _ run: PostgresBurstRun<Value>, of burst: ClaimedBurst, watch: RunWatch,
     _ body: @escaping @Sendable (PostgresBurstRun<Value>, PostgresConnection) async throws -> Void
   ) async throws -> RunEnd {
     let logger = logger
     let queue = queue
     return try await queue.client.withConnection { connection in
+      // postgres-nio can lend a connection the server has just closed, on which a query is
+      // never answered: such a run fails at once instead, and is retried.
+      guard !connection.isClosed else { throw PostgresError.connectionClosed }
+      watch.holdsTransaction(on: connection)
       try await connection.query(TransactionStatements.begin, logger: logger)
       do {
         try await body(run, connection)

@@ -1,0 +1,139 @@
+import DelayedPreemptiveDispatch
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// `runTimeout` against the real server: a handler that never returns (as one whose query
+/// postgres-nio 1.33.2 never answers, after the server closed its connection: issue 38's
+/// stranded bursts) is given up, and its burst runs again; the worker neither holds its slot nor
+/// waits for it to shut down.
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresRunTimeoutTests {
+  /// Handlers that wait for ever, ignoring cancellation, until the test lets them go.
+  final class Stuck: Sendable {
+    private let waiting = Locked<[CheckedContinuation<Void, Never>]>([])
+
+    func forever() async {
+      await withCheckedContinuation { continuation in
+        waiting.withLock { $0.append(continuation) }
+      }
+    }
+
+    var count: Int { waiting.withLock { $0.count } }
+
+    func release() {
+      for continuation in waiting.withLock({ list in
+        defer { list = [] }
+        return list
+      }) {
+        continuation.resume()
+      }
+    }
+  }
+
+  static func withQueue(
+    _ prefix: String, runTimeout: Duration?, maxAttempts: Int = 5, logs: LogCollector,
+    _ body: @Sendable (PostgresDelayedPreemptiveQueue<String>, PostgresClient) async throws -> Void
+  ) async throws {
+    try await TestDatabase.withClient { client, configuration in
+      var queue = PostgresDelayedPreemptiveQueue<String>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName(prefix),
+        lease: .seconds(3), maxAttempts: maxAttempts, logger: logs.logger())
+      queue.safetyPoll = .milliseconds(200)
+      queue.retryBackoff = .milliseconds(20)
+      queue.runTimeout = runTimeout
+      try await queue.migrate()
+      try await body(queue, client)
+    }
+  }
+
+  /// The first run never returns, whatever cancels it: it is given up after `runTimeout` and
+  /// abandoned `lease / 3` later, the burst runs again at once, and the worker returns when
+  /// cancelled although that first handler still waits.
+  @Test func aHandlerThatNeverReturnsIsAbandonedAndItsBurstRunsAgain() async throws {
+    let logs = LogCollector()
+    let stuck = Stuck()
+    defer { stuck.release() }
+    try await Self.withQueue("timeout-stuck", runTimeout: .seconds(1), logs: logs) { queue, _ in
+      let runs = Locked<[Int]>([])
+      try await queue.delay("k", for: .zero, value: "v")
+      let started = ContinuousClock.now
+      try await TestDatabase.whileWorking({
+        try await queue.run(concurrency: 1) { run in
+          runs.withLock { $0.append(run.attempt) }
+          if run.attempt == 1 { await stuck.forever() }
+        }
+      }) { () async throws in
+        #expect(try await queue.drains(within: .seconds(20)))
+      }
+      let took = ContinuousClock.now - started
+      #expect(runs.withLock { $0 } == [1, 2])
+      #expect(stuck.count == 1)
+      // runTimeout (1 s), then the grace of lease / 3 (1 s), then the retry.
+      #expect(took >= .seconds(2) && took < .seconds(15), "drained after \(took)")
+      #expect(try await queue.failures().isEmpty)
+      #expect(logs.contains("was abandoned", atLeast: .warning))
+    }
+  }
+
+  /// A handler that ends on its cancellation after `runTimeout` fails for that reason: it is
+  /// retried, and kept after `maxAttempts` runs with `last_error` saying why.
+  @Test func aRunPastRunTimeoutIsCancelledRetriedAndKept() async throws {
+    let logs = LogCollector()
+    try await Self.withQueue(
+      "timeout-kept", runTimeout: .milliseconds(300), maxAttempts: 2, logs: logs
+    ) { queue, _ in
+      let runs = Locked<[Int]>([])
+      try await queue.delay("k", for: .zero, value: "v")
+      try await TestDatabase.whileWorking({
+        try await queue.run(concurrency: 1) { run in
+          runs.withLock { $0.append(run.attempt) }
+          try await Task.sleep(for: .seconds(3600))
+        }
+      }) { () async throws in
+        #expect(try await queue.drains(within: .seconds(20)))
+      }
+      #expect(runs.withLock { $0 } == [1, 2])
+      let failures = try await queue.failures()
+      #expect(failures.map(\.key) == ["k"])
+      #expect(failures.first?.lastError.contains("did not return within runTimeout") == true)
+      #expect(!logs.contains("was abandoned", atLeast: .warning))
+    }
+  }
+
+  /// A transactional run given up has its connection closed: its transaction rolls back, so its
+  /// write never lands, although its handler never returns; the burst's next run commits.
+  @Test func aTransactionalRunGivenUpRollsBack() async throws {
+    let logs = LogCollector()
+    let stuck = Stuck()
+    defer { stuck.release() }
+    try await Self.withQueue("timeout-tx", runTimeout: .seconds(1), logs: logs) {
+      queue, client in
+      let table = "dpd_test_timeout_\(UUID().uuidString.prefix(8).lowercased())"
+      try await client.query(PostgresQuery(unsafeSQL: "CREATE TABLE \(table) (entry text)"))
+      defer {
+        Task { _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP TABLE \(table)")) }
+      }
+      try await queue.delay("k", for: .zero, value: "v")
+      try await TestDatabase.whileWorking({
+        try await queue.run(transactionalHandler: { run, connection in
+          try await connection.query(
+            PostgresQuery(
+              unsafeSQL: "INSERT INTO \(table) (entry) VALUES ('attempt \(run.attempt)')"),
+            logger: logs.logger())
+          if run.attempt == 1 { await stuck.forever() }
+        })
+      }) { () async throws in
+        #expect(try await queue.drains(within: .seconds(20)))
+      }
+      var entries: [String] = []
+      let rows = try await client.query(
+        PostgresQuery(unsafeSQL: "SELECT entry FROM \(table) ORDER BY entry"))
+      for try await entry in rows.decode(String.self) { entries.append(entry) }
+      #expect(entries == ["attempt 2"])
+    }
+  }
+}
