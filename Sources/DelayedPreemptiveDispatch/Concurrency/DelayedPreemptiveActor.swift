@@ -17,9 +17,9 @@
 ///   such as `ManualClock`, the clock calls back instead, and awaits the run.
 /// - Memory: the sleeping timer holds the actor weakly. Releasing the last reference cancels
 ///   the pending burst, stops the timer and frees the task.
-public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
+public final actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   @usableFromInline typealias Lines = SingleLine<AsyncWork>
-  private static var line: Lines.LineID { Lines.LineID() }
+  @usableFromInline static var line: Lines.LineID { Lines.LineID() }
 
   /// The clock as a time line: the driver runs on ``TimelineInstant``, compiled and
   /// specialised once in this module, instead of on `C.Instant` through generic witnesses on
@@ -91,6 +91,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   /// the pending submission of the burst. Zero or negative means "due now"; a delay beyond the
   /// clock's range (centuries) saturates to "never, unless flushed". With no task ever given,
   /// the ticket is `.cancelled` at once and nothing runs.
+  @inlinable
   @discardableResult
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket
