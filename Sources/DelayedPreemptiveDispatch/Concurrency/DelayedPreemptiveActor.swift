@@ -38,7 +38,8 @@ public final actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration
   ///
   /// - Parameters:
   ///   - clock: The clock of every deadline; `ManualClock` for tests.
-  ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
+  ///   - options: Deadline policy, `maxWait`, `maxSubmissions`, `leading`, `minimumSpacing` and
+  ///     tolerance for every burst.
   ///   - task: The task to run; a `delay` with a task replaces it.
   public init(
     clock: C, options: DelayOptions = DelayOptions(),
