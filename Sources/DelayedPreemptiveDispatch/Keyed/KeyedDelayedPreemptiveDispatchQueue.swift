@@ -89,11 +89,13 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   ///
   /// `combine` runs synchronously inside `delay`, once per submission after the first, never
   /// concurrently for one instance, and never under the lock that the instance's state and
-  /// workers need. It must not call back into the instance. With `combine`, no submission is
-  /// preempted: every submission whose value reached a run resolves `.executed` once that run
-  /// has returned. With `leading`, the leading run receives the first value alone and the
-  /// trailing run the combination of the later ones; a submission that arrives while the key's
-  /// task runs starts a new burst with its own value; `cancel` drops the combined value;
+  /// workers need. It does run under the instance's combine gate, a lock that every submission,
+  /// `cancel`, `flush` and timer firing of the instance (on any key) takes, so keep it short;
+  /// it must not call back into the instance, which would wait for itself. With `combine`, no
+  /// submission is preempted: every submission whose value reached a run resolves `.executed`
+  /// once that run has returned. With `leading`, the leading run receives the first value alone
+  /// and the trailing run the combination of the later ones; a submission that arrives while the
+  /// key's task runs starts a new burst with its own value; `cancel` drops the combined value;
   /// `maxSubmissions` bounds how many values one burst combines.
   ///
   /// ```swift
