@@ -17,6 +17,11 @@
 ///   such as `ManualClock`, the clock calls back instead, and awaits the run.
 /// - Memory: the sleeping timer holds the actor weakly. Releasing the last reference cancels
 ///   the pending burst, stops the timer and frees the task.
+///
+/// `delay` is `@inlinable`, and the actor `final`: a client compiles the submission for its own
+/// clock, so that a call looks up no generic metadata (the library's generic copy did, and took
+/// 8,330 instructions per call where the client's takes about 990: `actor-preempt` in
+/// BENCHMARKS.md). The timer's firing and the workers are the shared code of `ActorShell`.
 public final actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   @usableFromInline typealias Lines = SingleLine<AsyncWork>
   @usableFromInline static var line: Lines.LineID { Lines.LineID() }
