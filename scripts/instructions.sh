@@ -200,8 +200,8 @@ in release mode (`Sources/dpd-instructions`; it specialises the keyed queue's `@
 as a user's module does) runs a workload N and 2N times inside one function. Callgrind counts
 only that function and what it calls, and the figure is the difference divided by N, so
 start-up and the first timer armed cancel out. Every delay is an hour, so no timer fires, and
-hashing is deterministic, so the figures repeat exactly. The keyed actor's workloads await each
-call from a task, as a user does, so their figures include the hop onto the actor and back;
+hashing is deterministic, so the figures repeat exactly. The actors' workloads await each call
+from a task, as a user does, so their figures include the hop onto the actor and back;
 callgrind counts them from the runtime's entry into each task (the script's header says why).
 The stream workloads, per element of a base that never suspends read through the operator
 from a task, are counted the same way; each of their sizes is the least of three runs, since
