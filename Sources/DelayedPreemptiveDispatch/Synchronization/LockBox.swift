@@ -8,7 +8,8 @@
 /// `flush`, the timer's firing) runs while the burst's value is out of the driver for the merge.
 /// That one breaks the rule that user code never runs under a lock: a slow `combine` holds up
 /// those calls on every key of the instance, and a `combine` that calls back into the instance
-/// deadlocks. Workers, which take only the state lock, are not held up.
+/// takes the gate again on its own thread (a deadlock with `pthread_mutex_t`, a trap with
+/// `os_unfair_lock`). Workers, which take only the state lock, are not held up.
 ///
 /// `Sendable` only when its state is: a box shares its state between threads.
 @usableFromInline
