@@ -30,37 +30,22 @@ calls=200000
 rounds=8
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --markdown)
-      markdown="${2:?--markdown needs a file}"
-      shift 2
-      ;;
-    --skip-build)
-      build=0
-      shift
-      ;;
-    --calls)
-      calls="${2:?--calls needs a number}"
-      shift 2
-      ;;
-    --rounds)
-      rounds="${2:?--rounds needs a number}"
-      shift 2
-      ;;
+    --markdown) markdown="${2:?--markdown needs a file}" && shift ;;
+    --skip-build) build=0 ;;
+    --calls) calls="${2:?--calls needs a number}" && shift ;;
+    --rounds) rounds="${2:?--rounds needs a number}" && shift ;;
     *)
       echo "usage: $0 [--markdown FILE] [--skip-build] [--calls N] [--rounds R]" >&2
       exit 2
       ;;
   esac
+  shift
 done
 
-if [[ $build == 1 ]]; then
-  swift build --package-path Benchmarks -c release --product ActorStorm >&2
-fi
-binary="$(swift build --package-path Benchmarks -c release --show-bin-path)/ActorStorm"
-[[ -x "$binary" ]] || {
-  echo "no release build of ActorStorm at $binary" >&2
-  exit 1
-}
+release=(swift build --package-path Benchmarks -c release)
+[[ $build == 0 ]] || "${release[@]}" --product ActorStorm >&2
+binary="$("${release[@]}" --show-bin-path)/ActorStorm"
+[[ -x "$binary" ]] || { echo "no release build of ActorStorm at $binary" >&2 && exit 1; }
 
 output="$(mktemp "${TMPDIR:-/tmp}/actor-storm.XXXXXX")"
 trap 'rm -f "$output"' EXIT
