@@ -41,6 +41,8 @@ let package = Package(
       dependencies: ["Contenders", .product(name: "Benchmark", package: "benchmark")]
     ),
     .executableTarget(name: "ProfileDriver", dependencies: ["Contenders"]),
+    // The actor storm's wall-clock guard, beside the instruction counts: scripts/actor-storm.sh.
+    .executableTarget(name: "ActorStorm", dependencies: ["Contenders"]),
     // How the library behaves on a clock that is not its own ManualClock: swift-clocks'
     // TestClock and ImmediateClock. Here, so that the root package keeps no dependencies.
     .testTarget(

@@ -45,6 +45,8 @@
 #                      specialised in the client, 3,655.9 after (keyed-arm: 3,266.9)
 #   actor-resubmit     a key already pending on that actor (1,000 pending), submitted again:
 #                      14,530.8 before, 1,782.9 after (keyed-resubmit: 1,047.0)
+#   actor-preempt      DelayedPreemptiveActor<ContinuousClock>.delay(_:task:) joining a pending
+#                      burst, `await`ed from a task: the actor's side of queue-preempt
 #   queue-throttle, keyed-throttle-resubmit
 #                      queue-preempt and keyed-resubmit with `minimumSpacing` (`.throttle`): the
 #                      spacing rule's cost on those paths
@@ -133,7 +135,7 @@ group() { sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$1"; }
 
 specs=(queue-preempt:100000 keyed-arm:50000 keyed-arm-cancel:50000 keyed-resubmit:50000
   keyed-last-wins-10:50000 keyed-append-10:50000 keyed-last-wins-10k:50000 keyed-append-10k:50000
-  actor-arm:20000 actor-resubmit:20000 queue-throttle:100000 keyed-throttle-resubmit:50000
+  actor-arm:20000 actor-resubmit:20000 actor-preempt:20000 queue-throttle:100000 keyed-throttle-resubmit:50000
   stream-debounced:100000 stream-throttled:100000)
 describe() {
   case "$1" in
@@ -147,6 +149,7 @@ describe() {
     keyed-append-10k) echo '`[Int]` values in bursts of 10,000, every value appended' ;;
     actor-arm) echo 'a new key on `KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>`, awaited from a task' ;;
     actor-resubmit) echo 'a pending key submitted again to that actor (1,000 keys pending)' ;;
+    actor-preempt) echo '`DelayedPreemptiveActor<ContinuousClock>.delay(_:task:)` joining a pending burst, awaited from a task' ;;
     queue-throttle) echo '`queue-preempt` on a queue with `minimumSpacing` (`.throttle`)' ;;
     keyed-throttle-resubmit) echo '`keyed-resubmit` on a keyed queue with `minimumSpacing`' ;;
     stream-debounced) echo 'an element of a base that never suspends, through `debounced(for:)`' ;;
@@ -197,8 +200,8 @@ in release mode (`Sources/dpd-instructions`; it specialises the keyed queue's `@
 as a user's module does) runs a workload N and 2N times inside one function. Callgrind counts
 only that function and what it calls, and the figure is the difference divided by N, so
 start-up and the first timer armed cancel out. Every delay is an hour, so no timer fires, and
-hashing is deterministic, so the figures repeat exactly. The keyed actor's workloads await each
-call from a task, as a user does, so their figures include the hop onto the actor and back;
+hashing is deterministic, so the figures repeat exactly. The actors' workloads await each call
+from a task, as a user does, so their figures include the hop onto the actor and back;
 callgrind counts them from the runtime's entry into each task (the script's header says why).
 The stream workloads, per element of a base that never suspends read through the operator
 from a task, are counted the same way; each of their sizes is the least of three runs, since

@@ -48,6 +48,9 @@ enum Workload: String, CaseIterable {
   case actorArm = "actor-arm"
   /// A key already pending on that actor, submitted again (as `keyed-resubmit`).
   case actorResubmit = "actor-resubmit"
+  /// `DelayedPreemptiveActor<ContinuousClock>.delay(_:task:)` joining a pending burst, awaited
+  /// from a task: the actor's side of `queue-preempt`.
+  case actorPreempt = "actor-preempt"
   /// `queue-preempt` on a queue with `minimumSpacing` (`.throttle`): the spacing's cost on the
   /// path of a submission that joins a pending burst.
   case queueThrottle = "queue-throttle"
@@ -91,6 +94,7 @@ let keyed = KeyedDelayedPreemptiveDispatchQueue<Int, Void>(
   label: "dpd-instructions.keyed", options: options
 ) { _, _ in }
 let actor = KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock> { _, _ in }
+let single = DelayedPreemptiveActor<ContinuousClock>()
 let appending = [Workload.append10, .append10k].contains(workload)
 let values =
   appending
@@ -109,7 +113,7 @@ case .keyedResubmit, .keyedThrottleResubmit:
   for key in 0..<Workload.resubmittedKeys { keyed.delay(key, for: hour) }
 case .lastWins10, .append10, .lastWins10k, .append10k:
   values.delay(-1, for: hour, value: [])
-case .actorArm, .actorResubmit, .streamDebounced, .streamThrottled:
+case .actorArm, .actorResubmit, .actorPreempt, .streamDebounced, .streamThrottled:
   break
 }
 
@@ -140,18 +144,22 @@ func measuredLoop(
   case .lastWins10, .append10, .lastWins10k, .append10k:
     let burst = workload.burst!
     for call in 0..<calls { values.delay(call / burst, for: hour, value: [call]) }
-  case .actorArm, .actorResubmit, .streamDebounced, .streamThrottled:
+  case .actorArm, .actorResubmit, .actorPreempt, .streamDebounced, .streamThrottled:
     break
   }
 }
 
-/// The keyed actor's measured loop, awaiting each call from the task that runs it.
+/// The actors' measured loop, awaiting each call from the task that runs it.
 @Sendable @inline(never)
 func measuredLoopOnActor(
-  _ workload: Workload, calls: Int, actor: KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>
+  _ workload: Workload, calls: Int, actor: KeyedDelayedPreemptiveActor<Int, Void, ContinuousClock>,
+  single: DelayedPreemptiveActor<ContinuousClock>
 ) async {
   let hour = Duration.seconds(3_600)
+  let task: @Sendable () async -> Void = {}
   switch workload {
+  case .actorPreempt:
+    for _ in 0..<calls { await single.delay(hour, task: task) }
   case .actorArm:
     for key in 0..<calls { await actor.delay(key, for: hour) }
   case .actorResubmit:
@@ -215,19 +223,21 @@ func runTask(_ body: @escaping @Sendable () async -> Void) {
 }
 
 switch workload {
-case .actorArm, .actorResubmit:
+case .actorArm, .actorResubmit, .actorPreempt:
   // Set-up, not counted, in a task of its own: callgrind cannot follow the hops' tail calls, so
   // the measured loop runs alone in its task, with nothing after it (the process exits with the
   // keys pending).
-  runTask { [actor, workload] in
-    if workload == .actorArm {
+  runTask { [actor, single, workload] in
+    if workload == .actorPreempt {
+      await single.delay(hour) {}
+    } else if workload == .actorArm {
       await actor.delay(-1, for: hour)
     } else {
       for key in 0..<Workload.resubmittedKeys { await actor.delay(key, for: hour) }
     }
   }
-  runTask { [actor, workload, calls] in
-    await measuredLoopOnActor(workload, calls: calls, actor: actor)
+  runTask { [actor, single, workload, calls] in
+    await measuredLoopOnActor(workload, calls: calls, actor: actor, single: single)
   }
 case .streamDebounced, .streamThrottled:
   runTask { [workload, calls] in await measuredLoopOnStream(workload, calls: calls) }

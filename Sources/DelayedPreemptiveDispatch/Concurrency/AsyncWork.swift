@@ -4,7 +4,7 @@
 struct AsyncWork: Sendable {
   @usableFromInline let run: @Sendable () async -> Void
 
-  init(run: @escaping @Sendable () async -> Void) {
+  @inlinable init(run: @escaping @Sendable () async -> Void) {
     self.run = run
   }
 }

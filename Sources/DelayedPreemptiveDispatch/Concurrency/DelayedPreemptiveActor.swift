@@ -17,9 +17,14 @@
 ///   such as `ManualClock`, the clock calls back instead, and awaits the run.
 /// - Memory: the sleeping timer holds the actor weakly. Releasing the last reference cancels
 ///   the pending burst, stops the timer and frees the task.
-public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
+///
+/// `delay` is `@inlinable`, and the actor `final`: a client compiles the submission for its own
+/// clock, so that a call looks up no generic metadata (the library's generic copy did, and took
+/// 8,330 instructions per call where the client's takes about 990: `actor-preempt` in
+/// BENCHMARKS.md). The timer's firing and the workers are the shared code of `ActorShell`.
+public final actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   @usableFromInline typealias Lines = SingleLine<AsyncWork>
-  private static var line: Lines.LineID { Lines.LineID() }
+  @usableFromInline static var line: Lines.LineID { Lines.LineID() }
 
   /// The clock as a time line: the driver runs on ``TimelineInstant``, compiled and
   /// specialised once in this module, instead of on `C.Instant` through generic witnesses on
@@ -38,7 +43,8 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   ///
   /// - Parameters:
   ///   - clock: The clock of every deadline; `ManualClock` for tests.
-  ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
+  ///   - options: Deadline policy, `maxWait`, `maxSubmissions`, `leading`, `minimumSpacing` and
+  ///     tolerance for every burst.
   ///   - task: The task to run; a `delay` with a task replaces it.
   public init(
     clock: C, options: DelayOptions = DelayOptions(),
@@ -91,6 +97,7 @@ public actor DelayedPreemptiveActor<C: Clock> where C.Duration == Duration {
   /// the pending submission of the burst. Zero or negative means "due now"; a delay beyond the
   /// clock's range (centuries) saturates to "never, unless flushed". With no task ever given,
   /// the ticket is `.cancelled` at once and nothing runs.
+  @inlinable
   @discardableResult
   public func delay(_ duration: Duration, task: (@Sendable () async -> Void)? = nil)
     -> DelayTicket

@@ -40,7 +40,8 @@ public final class DelayedPreemptiveDispatchQueue: Sendable {
   ///   - label: The label of the serial queue tasks run on.
   ///   - qos: The quality of service of that queue.
   ///   - target: The queue it targets; `nil` targets the global concurrent queue of `qos`.
-  ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
+  ///   - options: Deadline policy, `maxWait`, `maxSubmissions`, `leading`, `minimumSpacing` and
+  ///     tolerance for every burst.
   ///   - task: The task to run; a `delay` with a task replaces it.
   public init(
     label: String = "DelayedPreemptiveDispatchQueue", qos: DispatchQoS = .unspecified,

@@ -4,7 +4,7 @@
 ///
 /// Every answer of the machine becomes tickets and runs here, once, for every shell: the two
 /// switches over the machine's answers (``submit(at:until:work:rules:ids:owner:)`` and
-/// ``fire(at:generation:ids:)``), the end of a burst (``BurstEnding``), the runs of one line
+/// ``fire(at:generation:rules:ids:)``), the end of a burst (``BurstEnding``), the runs of one line
 /// starting one at a time in decision order, and staleness (`cancelsRunningTask`).
 @usableFromInline
 struct BurstLine<Work: Sendable>: Sendable {

@@ -19,8 +19,9 @@
 /// - Where tasks run: in unstructured tasks, off the actor. Tasks of one key never overlap;
 ///   tasks of different keys may run at the same time, at most `maxConcurrentTasks` at once
 ///   when it is given (otherwise at most 64 worker tasks), oldest deadline first. Workers take
-///   due tasks in batches when many are due, so that a million due keys cost a few thousand
-///   actor hops rather than a million. A task may call any method on its own instance.
+///   due tasks in batches of at most 64 when many are due, so that a million due keys cost at
+///   least 15,625 actor hops rather than a million (with `cancelsRunningTask`, a worker takes one
+///   run per hop). A task may call any method on its own instance.
 /// - Timers: one sleeping task (or one ``SchedulingClock`` callback) for the whole instance.
 ///   With `ManualClock`, `advance` returns once the tasks it made due have returned.
 /// - Memory: an idle key holds nothing. The timer holds the actor weakly; releasing the last

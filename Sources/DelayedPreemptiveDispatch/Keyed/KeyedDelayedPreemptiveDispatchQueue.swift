@@ -24,9 +24,10 @@ import Dispatch
 /// ```
 ///
 /// - Per key: the rules of ``DelayedPreemptiveDispatchQueue`` with the instance's `options`
-///   (deadline policy, `maxWait`, `leading`, tickets, ``cancel(_:)``, ``flush(_:)``). A
-///   submission for one key never preempts, delays or cancels another key. The task receives
-///   the key and the value of the burst's last submission (the first's for a `leading` run).
+///   (deadline policy, `maxWait`, `maxSubmissions`, `leading`, `minimumSpacing`, tickets,
+///   ``cancel(_:)``, ``flush(_:)``). A submission for one key never preempts, delays or cancels
+///   another key. The task receives the key and the value of the burst's last submission (the
+///   first's for a `leading` run).
 /// - Where tasks run: on `target` (default: the global queue of `qos`); tasks of different keys
 ///   may run at the same time, tasks of one key never overlap. Due tasks run in batches: a
 ///   worker block takes up to 64 of them (fewer when few are due) and runs them one after
@@ -55,7 +56,8 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   ///   - qos: The quality of service of the default target and of the timer.
   ///   - target: Where tasks run; `nil` for the global queue of `qos`. A serial queue runs
   ///     them one at a time.
-  ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every key's bursts.
+  ///   - options: Deadline policy, `maxWait`, `maxSubmissions`, `leading`, `minimumSpacing` and
+  ///     tolerance for every key's bursts.
   ///   - maxConcurrentTasks: The most tasks that run at once; `nil` for no bound of its own.
   ///   - task: Runs with the key and the value of its burst's last submission.
   /// - Precondition: `maxConcurrentTasks`, when given, is at least 1.
@@ -87,11 +89,13 @@ public final class KeyedDelayedPreemptiveDispatchQueue<Key: Hashable & Sendable,
   ///
   /// `combine` runs synchronously inside `delay`, once per submission after the first, never
   /// concurrently for one instance, and never under the lock that the instance's state and
-  /// workers need. It must not call back into the instance. With `combine`, no submission is
-  /// preempted: every submission whose value reached a run resolves `.executed` once that run
-  /// has returned. With `leading`, the leading run receives the first value alone and the
-  /// trailing run the combination of the later ones; a submission that arrives while the key's
-  /// task runs starts a new burst with its own value; `cancel` drops the combined value;
+  /// workers need. It does run under the instance's combine gate, a lock that every submission,
+  /// `cancel`, `flush` and timer firing of the instance (on any key) takes, so keep it short;
+  /// it must not call back into the instance, which would wait for itself. With `combine`, no
+  /// submission is preempted: every submission whose value reached a run resolves `.executed`
+  /// once that run has returned. With `leading`, the leading run receives the first value alone
+  /// and the trailing run the combination of the later ones; a submission that arrives while the
+  /// key's task runs starts a new burst with its own value; `cancel` drops the combined value;
   /// `maxSubmissions` bounds how many values one burst combines.
   ///
   /// ```swift

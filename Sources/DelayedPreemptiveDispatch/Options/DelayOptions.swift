@@ -8,9 +8,10 @@ public struct DelayOptions: Sendable, Hashable {
   /// How a submission moves the pending deadline. Default ``DeadlinePolicy/extend``.
   public var deadlinePolicy: DeadlinePolicy
   /// The longest a burst may stay pending, counted from its first submission. When it passes,
-  /// the pending task runs however often it was preempted, and the next submission starts a new
-  /// burst. `nil` (the default) sets no bound; zero or a negative value makes every burst due
-  /// at once.
+  /// the burst is due however often it was preempted, and the next submission starts a new
+  /// burst. With ``minimumSpacing``, a burst is due at the later of this bound and the previous
+  /// run's start plus the spacing, so it can stay pending longer. `nil` (the default) sets no
+  /// bound; zero or a negative value makes every burst due at once (subject to the spacing).
   public var maxWait: Duration?
   /// When `true`, the first submission of a burst runs its task at once; the burst then runs
   /// one trailing task at its deadline only if it had at least one more submission.

@@ -27,7 +27,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///
   /// - Parameters:
   ///   - interval: The quiet period; zero or negative means "due now".
-  ///   - options: Deadline policy, `maxWait`, `leading` and tolerance for every burst.
+  ///   - options: Deadline policy, `maxWait`, `maxSubmissions`, `leading`, `minimumSpacing` and
+  ///     tolerance for every burst.
   ///   - clock: The clock of every deadline; `ManualClock` for tests.
   @inlinable
   public func debounced<C: Clock>(

@@ -1,8 +1,15 @@
 /// A value guarded by a ``PlatformLock``: `os_unfair_lock` on Apple platforms, `pthread_mutex_t`
 /// elsewhere.
 ///
-/// The closure passed to ``withLock(_:)`` must never call user code: the library only performs
-/// state transitions under it. Clock readings are taken before the lock.
+/// The library performs only state transitions under a state box's lock, and never calls user
+/// code there; clock readings are taken before the lock. One box is not a state box: the keyed
+/// queue's `combine` gate (`DispatchShell.gate`, a `LockBox<Void>`) runs the user's `combine`
+/// inside ``withLock(_:)``, so that no call that can end or drop a burst (a submission, `cancel`,
+/// `flush`, the timer's firing) runs while the burst's value is out of the driver for the merge.
+/// That one breaks the rule that user code never runs under a lock: a slow `combine` holds up
+/// those calls on every key of the instance, and a `combine` that calls back into the instance
+/// takes the gate again on its own thread (a deadlock with `pthread_mutex_t`, a trap with
+/// `os_unfair_lock`). Workers, which take only the state lock, are not held up.
 ///
 /// `Sendable` only when its state is: a box shares its state between threads.
 @usableFromInline

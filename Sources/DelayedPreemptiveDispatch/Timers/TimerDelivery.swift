@@ -4,8 +4,9 @@ import Dispatch
   import Glibc
 #endif
 
-/// Where a firing timer delivers: on a serial dispatch queue (the GCD shells run the due task
-/// right there, in the timer's block) or in an async context (the actors).
+/// Where a firing timer delivers: on a serial dispatch queue (the GCD shells; the single queue
+/// runs the due task right there, in the timer's block, while the keyed queue starts worker
+/// blocks on its target, `runsWorkerInline: false`) or in an async context (the actors).
 @usableFromInline
 enum TimerDelivery: Sendable {
   case queue(DispatchQueue, @Sendable () -> Void)
