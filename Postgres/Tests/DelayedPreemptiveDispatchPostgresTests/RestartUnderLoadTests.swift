@@ -20,8 +20,8 @@ import Testing
 /// to 40 ms, delays of 0 to 400 ms, 104 keys).
 ///
 /// `DPD_RESTART_RUNS` says how many times in a row each test runs (default 1, as in CI);
-/// `DPD_RESTART_LEASE_MS` the restart's lease (default 3000); `DPD_RESTART_WARNINGS` prints the
-/// workers' warnings.
+/// `DPD_RESTART_LEASE_MS` the restart's lease (default 3000); `DPD_RESTART_LOAD=outside` gives the
+/// restart the other two's load; `DPD_RESTART_WARNINGS` prints the workers' warnings.
 extension PostgresOutageTests {
   static let restartRuns = Int(ProcessInfo.processInfo.environment["DPD_RESTART_RUNS"] ?? "") ?? 1
   static let restartLeaseMilliseconds =
@@ -61,8 +61,12 @@ extension PostgresOutageTests {
     /// How the handlers record their runs (the test worker's flags).
     var recording: [String] = []
 
+    /// The restart's load; `DPD_RESTART_LOAD=outside` gives it ``outsideCheck``'s instead.
     static var restart: Load {
-      Load(
+      if ProcessInfo.processInfo.environment["DPD_RESTART_LOAD"] == "outside" {
+        return outsideCheck
+      }
+      return Load(
         leaseMilliseconds: restartLeaseMilliseconds, handlerMaxMilliseconds: 400,
         delayMaxMilliseconds: 300, keysPerProducer: 27)
     }
