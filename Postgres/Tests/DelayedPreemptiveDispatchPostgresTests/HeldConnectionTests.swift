@@ -83,11 +83,14 @@ struct PostgresHeldConnectionTests {
   /// once the lock is gone: "unknown" was the truth.
   @Test func aCallWithoutAnAnswerIsBoundedAndItsConnectionReplaced() async throws {
     try await TestDatabase.withQueue("held-bound") { made, client in
+      // The set-up goes through the queue as made (its default connectionTimeout), so that a
+      // loaded machine's first connection and prepare cannot miss the bound under test, which
+      // only the copy with one second has; the copies share the held connection.
+      try await made.delay("locked", for: .seconds(3600), value: "first")
+      _ = try await Self.untilHeld(made)
       var bounded = made
       bounded.connectionTimeout = .seconds(1)
       let queue = bounded
-      try await queue.delay("locked", for: .seconds(3600), value: "first")
-      _ = try await Self.untilHeld(queue)
       let locked = Latch()
       let unlock = Latch()
       let locker = Task {
@@ -136,8 +139,10 @@ struct PostgresHeldConnectionTests {
         return false
       }
       #expect(applied)
-      try await queue.delay("after", for: .seconds(3600), value: "v")
-      _ = try await Self.untilHeld(queue)
+      // The next calls (through the queue as made, as the set-up: a new connection is leased
+      // and prepared) go through, and the queue holds a connection again.
+      try await made.delay("after", for: .seconds(3600), value: "v")
+      _ = try await Self.untilHeld(made)
       let resumed = queue.heldConnection.statementsSent
       try await queue.delay("after-2", for: .seconds(3600), value: "v")
       #expect(queue.heldConnection.statementsSent == resumed + 1)
