@@ -49,7 +49,16 @@ extension PostgresDelayedPreemptiveQueue {
             // then fails unsent, and is not held until its timeout.
             guard !connection.isClosed else { throw PostgresError.connectionClosed }
             guard call.startSending(on: sender) else { throw CancellationError() }
-            let result = try await body(connection)
+            let result: Result
+            do {
+              result = try await body(connection)
+            } catch {
+              // A connection to a read-only node is closed rather than given back, so that the
+              // pool's next connection goes where the service's name, address or proxy points
+              // now (the new primary after a failover), not to the same node again.
+              if Self.isReadOnlyRefusal(error) { try? await connection.close() }
+              throw error
+            }
             if let faults, faults.takesAnswer(of: operation) {
               try? await connection.close()
               throw LostAnswer(operation: operation)
@@ -168,6 +177,18 @@ extension PostgresDelayedPreemptiveQueue {
     } catch {
       heldConnection.giveBack(connection, broken: !Self.isAnswer(error))
       throw error
+    }
+  }
+
+  /// Whether `error` is a read-only node's refusal (SQLSTATE 25006), in either of postgres-nio's
+  /// error types.
+  static func isReadOnlyRefusal(_ error: any Error) -> Bool {
+    switch error {
+    case let error as PSQLError:
+      error.code == .server && error.serverInfo?[.sqlState] == SQLState.readOnlyTransaction
+    case PostgresError.server(let error):
+      error.fields[.sqlState] == SQLState.readOnlyTransaction
+    default: false
     }
   }
 
@@ -333,6 +354,11 @@ struct CallFailure: Sendable {
     // The server ends sessions when it shuts down or cannot take them: not the call's fault.
     // Once the call was sent, the server may have committed it before it ended the session
     // (a restart's 57P01 arrives after the statement ran), so its outcome is unknown.
+    // A read-only node refused the statement, which rolled it back: nothing was written.
+    if sqlState == SQLState.readOnlyTransaction {
+      return unreachable(
+        "the node is read-only, a standby or a former primary: \(message) (SQLSTATE \(sqlState))")
+    }
     if PostgresDelayedPreemptiveQueueError.Kind(sqlState: sqlState) == .outage {
       let reason = "\(message) (SQLSTATE \(sqlState))"
       return sent ? unknown(reason) : unreachable(reason)

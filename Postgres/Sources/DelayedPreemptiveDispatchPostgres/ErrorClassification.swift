@@ -8,6 +8,9 @@ package enum SQLState {
   static let tooManyConnections = "53300"
   /// `lock_not_available`: the statement was refused a lock.
   static let lockNotAvailable = "55P03"
+  /// `read_only_sql_transaction`: the node is read-only (a standby, or a primary that came back
+  /// as one after a failover), or the session's transactions are.
+  static let readOnlyTransaction = "25006"
 }
 
 // The one classification of what goes wrong: every error the package's calls throw is a
@@ -24,7 +27,9 @@ extension PostgresDelayedPreemptiveQueueError {
     /// retry (the call may have been applied, so every statement a worker retries is written to
     /// be safe when its first attempt was applied). From the server: SQLSTATE classes 08
     /// (connection exception) and 57 (operator intervention: a shutdown or a restart ends the
-    /// session), and `53300` (too many connections).
+    /// session; `57P03`, a server still starting up or in recovery), `53300` (too many
+    /// connections), and `25006` (a read-only node: a standby, or the old primary after a
+    /// failover, still reached through a name or address that moved).
     case outage
     /// The statement lost a deadlock or a serialization conflict (SQLSTATE class 40), or was
     /// refused a lock (`55P03`): it was rolled back, and sending it again is safe.
@@ -45,7 +50,7 @@ extension PostgresDelayedPreemptiveQueueError {
     /// The kind of a server's refusal with `sqlState`.
     init(sqlState: String) {
       if sqlState.hasPrefix("08") || sqlState.hasPrefix("57")
-        || sqlState == SQLState.tooManyConnections
+        || sqlState == SQLState.tooManyConnections || sqlState == SQLState.readOnlyTransaction
       {
         self = .outage
       } else if sqlState == Schema.newerSchemaState || sqlState == SQLState.undefinedTable

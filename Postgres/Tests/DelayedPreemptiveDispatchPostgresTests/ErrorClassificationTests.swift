@@ -13,6 +13,8 @@ import Testing
     ("08006", PostgresDelayedPreemptiveQueueError.Kind.outage),  // connection failure
     ("57P01", .outage),  // admin shutdown: a restart ends the session
     ("53300", .outage),  // too many connections
+    ("25006", .outage),  // read-only transaction: a standby, or a former primary
+    ("57P03", .outage),  // cannot connect now: starting up, or in recovery
     ("40001", .conflict),  // serialization failure
     ("40P01", .conflict),  // deadlock
     ("55P03", .conflict),  // lock not available
