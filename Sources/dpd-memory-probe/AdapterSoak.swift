@@ -36,8 +36,9 @@ enum AdapterSoak {
       ) { _ in note() }
       (owner, event) = (signal, { signal.resourceDidLoad() })
     case "pan":
-      let detector = PanSettleDetector(settleDelay: .milliseconds(20), maxWait: .milliseconds(50))
-      { note() }
+      let detector = PanSettleDetector(settleDelay: .milliseconds(20), maxWait: .milliseconds(50)) {
+        note()
+      }
       (owner, event) = (
         detector,
         {

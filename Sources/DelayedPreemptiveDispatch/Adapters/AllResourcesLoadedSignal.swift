@@ -80,7 +80,7 @@ public final class AllResourcesLoadedSignal: Sendable {
     core = AdapterCore(
       label: "AllResourcesLoadedSignal",
       rules: BatchRules(
-        quietPeriod: quietPeriod, onAllLoaded: onAllLoaded, plan: TimerPlan(maxWait: maxWait)),
+        quietPeriod: quietPeriod, onAllLoaded: onAllLoaded, timer: AdapterTimer(maxWait: maxWait)),
       timing: timing, callbackQueue: callbackQueue)
     batch = LoadBatch(state: core.state)
   }
@@ -124,6 +124,6 @@ public final class AllResourcesLoadedSignal: Sendable {
   }
 
   // The core's parts, for the race tests.
-  var timer: DelayedPreemptiveDispatchQueue { core.timer }
+  var timer: any BurstTimer { core.timer }
   var timing: AdapterTiming { core.timing }
 }

@@ -104,7 +104,7 @@ public final class PanSettleDetector: Sendable {
     core = AdapterCore(
       label: "PanSettleDetector",
       rules: PanSettleRules(
-        settleDelay: settleDelay, onSettle: onSettle, plan: TimerPlan(maxWait: maxWait)),
+        settleDelay: settleDelay, onSettle: onSettle, timer: AdapterTimer(maxWait: maxWait)),
       timing: timing, callbackQueue: callbackQueue)
   }
 
@@ -133,6 +133,6 @@ public final class PanSettleDetector: Sendable {
 
   // The core's parts, for the race tests.
   var state: LockBox<PanSettleRules> { core.state }
-  var timer: DelayedPreemptiveDispatchQueue { core.timer }
+  var timer: any BurstTimer { core.timer }
   var timing: AdapterTiming { core.timing }
 }
