@@ -33,7 +33,7 @@ func raceEvent<Rules: AdapterRules>(
 }
 
 /// A batch or a pan settle lasts no longer than `maxWait`, however dense the
-/// events, even when an event races the firing that ends it.
+/// events, even when an event comes once the round is due, before its firing takes the lock.
 @Suite("Adapter maxWait")
 struct AdapterMaxWaitTests {
   let clock = ManualClock()
