@@ -14,11 +14,11 @@ import Dispatch
 ///
 /// THREADS threads call the adapter's event (`resourceDidLoad()`; `panDidBegin()` then
 /// `panDidStop()`; `recordFailure()`) without pause for SECONDS, while a sampler reads the live
-/// heap and the resident memory every 100 ms. The signal and the detector have a quiet period
-/// of 20 ms and a `maxWait` of 50 ms; the lockout locks out at the third failure within 20 ms,
-/// for 50 ms. It prints, on one line: the live heap's peak growth in bytes, the peak resident
-/// memory in bytes, the callbacks counted (batches, settles, lockouts), the gaps between them in
-/// nanoseconds (median, 99th percentile, max), and the events.
+/// heap every 100 ms. The signal and the detector have a quiet period of 20 ms and a `maxWait` of
+/// 50 ms; the lockout locks out at the third failure within 20 ms, for 50 ms. It prints, on one
+/// line: the live heap's peak growth in bytes, the peak resident memory in bytes, the callbacks
+/// counted (batches, settles, lockouts), the gaps between them in nanoseconds (median, 99th
+/// percentile, max), the events, and the gaps longer than 1.75 × 50 ms.
 enum AdapterSoak {
   static let usage = "usage: dpd-memory-probe adapter signal|pan|lockout SECONDS THREADS"
 
@@ -70,12 +70,10 @@ enum AdapterSoak {
       }
     }
     var peakHeap = 0
-    var peakResident = 0
     let end = clock.now + .seconds(seconds)
     while clock.now < end {
       usleep(100_000)
       peakHeap = max(peakHeap, Int(dpd_live_heap_bytes()) - baseline)
-      peakResident = max(peakResident, residentBytes())
     }
     stop.withLock { $0 = true }
     group.wait()
@@ -85,26 +83,25 @@ enum AdapterSoak {
     func percentile(_ fraction: Double) -> Int64 {
       gaps.isEmpty ? 0 : gaps[min(gaps.count - 1, Int(Double(gaps.count) * fraction))]
     }
+    let late = gaps.filter { $0 > 87_500_000 }.count
     print(
-      peakHeap, peakResident, seen.count, percentile(0.5), percentile(0.99), gaps.last ?? 0,
-      events.withLock { $0 })
+      peakHeap, peakResidentBytes(), seen.count, percentile(0.5), percentile(0.99), gaps.last ?? 0,
+      events.withLock { $0 }, late)
   }
 
-  /// The process's resident memory: `/proc/self/statm` on Linux; 0 elsewhere.
-  static func residentBytes() -> Int {
-    #if os(Linux)
-      let file = open("/proc/self/statm", O_RDONLY)
-      guard file >= 0 else { return 0 }
-      defer { close(file) }
-      var buffer = [UInt8](repeating: 0, count: 128)
-      let count = buffer.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
-      guard count > 0 else { return 0 }
-      // "size resident shared ...", in pages.
-      let fields = String(decoding: buffer[0..<count], as: UTF8.self).split(separator: " ")
-      guard fields.count > 1, let resident = Int(fields[1]) else { return 0 }
-      return resident * Int(sysconf(Int32(_SC_PAGESIZE)))
+  /// The process's peak resident memory so far (`getrusage`'s `ru_maxrss`).
+  static func peakResidentBytes() -> Int {
+    var usage = rusage()
+    #if canImport(Darwin)
+      let who = RUSAGE_SELF
     #else
-      return 0
+      let who = RUSAGE_SELF.rawValue
+    #endif
+    guard getrusage(who, &usage) == 0 else { return 0 }
+    #if canImport(Darwin)
+      return Int(usage.ru_maxrss)  // bytes
+    #else
+      return Int(usage.ru_maxrss) * 1_024  // kilobytes
     #endif
   }
 }

@@ -22,7 +22,7 @@ struct AdapterEndlessEventRealTimeTests {
       path, arguments: ["adapter", adapter, String(Self.seconds), String(Self.threads)],
       environment: nil, descriptor: 1)
     let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
-    guard status == 0, numbers.count == 7 else {
+    guard status == 0, numbers.count == 8 else {
       Issue.record("dpd-memory-probe adapter \(adapter) ended with status \(status): \(text)")
       return
     }
