@@ -1,3 +1,4 @@
+import DPDHeapStatistics
 import DelayedPreemptiveDispatchTesting
 import Dispatch
 import Testing
@@ -18,10 +19,12 @@ struct AdapterEndlessEventTests {
   /// Runs `event` without pause on two threads of their own while the clock advances `advances`
   /// times by 1 ms. Before each advance it waits for events since the previous one, so that the
   /// events span every millisecond without a sleep. Returns whether every advance returned: the
-  /// event threads stop by themselves when no advance has returned for 20 s (an `advance` that
-  /// hangs), so that a hang fails the test before its time limit, and without threads that fill
-  /// memory until then. 20 s, not less: in a full parallel run on a loaded 2-core machine, the
-  /// CPU-bound suites kept this test's advances from running for more than 5 s.
+  /// event threads stop by themselves once the live heap has grown by 256 MB (what an `advance`
+  /// that hangs while events pile up does, at about 40 MB/s), or when no advance has returned for
+  /// 45 s. So a hang fails the test, without threads that fill memory until its time limit and
+  /// after. Not by a shorter wait: in a full parallel run on a loaded 2-core machine, the
+  /// CPU-bound suites held Swift concurrency's threads, and so this test's advances, for more
+  /// than 20 s.
   func endless(_ event: @escaping @Sendable () -> Void) async -> Bool {
     let pump = EventPump()
     pump.start(event)
@@ -74,7 +77,7 @@ struct AdapterEndlessEventTests {
 }
 
 /// Threads that call an event in a tight loop until stopped, counting the events, and stop by
-/// themselves when the clock has not advanced for 20 s.
+/// themselves when the live heap has grown by 256 MB, or the clock has not advanced for 45 s.
 final class EventPump: Sendable {
   private struct State: Sendable {
     var events = 0
@@ -84,20 +87,28 @@ final class EventPump: Sendable {
     var lastAdvance = ContinuousClock.now
   }
 
-  private static let patience = Duration.seconds(20)
+  private static let patience = Duration.seconds(45)
+  private static let heapBound = 256 << 20
   private let state = LockBox(State())
+  private let baseline = Int(dpd_live_heap_bytes())
   private let threads = (0..<2).map { DispatchQueue(label: "EventPump.\($0)") }
 
   func start(_ event: @escaping @Sendable () -> Void) {
-    for thread in threads { thread.async { [state] in Self.pump(event, state) } }
+    for thread in threads {
+      thread.async { [state, baseline] in Self.pump(event, state, baseline: baseline) }
+    }
   }
 
-  private static func pump(_ event: @Sendable () -> Void, _ state: LockBox<State>) {
+  private static func pump(_ event: @Sendable () -> Void, _ state: LockBox<State>, baseline: Int) {
+    var rounds = 0
     while true {
       for _ in 0..<64 { event() }
+      rounds += 1
+      // The heap's statistics take the allocator's locks: read them every 4,096 events.
+      let grew = rounds % 64 == 0 && Int(dpd_live_heap_bytes()) - baseline > heapBound
       let goesOn = state.withLock { state in
         state.events += 64
-        if ContinuousClock.now - state.lastAdvance > Self.patience { state.gaveUp = true }
+        if grew || ContinuousClock.now - state.lastAdvance > patience { state.gaveUp = true }
         return !state.isStopped && !state.gaveUp
       }
       if !goesOn { return }
