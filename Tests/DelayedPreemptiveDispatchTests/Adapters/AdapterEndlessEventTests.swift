@@ -17,8 +17,11 @@ struct AdapterEndlessEventTests {
   let clock = ManualClock()
 
   /// Runs `event` without pause on two threads of their own while the clock advances `advances`
-  /// times by 1 ms. Before each advance it waits for events since the previous one, so that the
-  /// events span every millisecond without a sleep. Returns whether every advance returned: the
+  /// times by 1 ms: the events go on through every advance, and each instant between two
+  /// advances gets at least 64 of them before the next, without a sleep. Between advances, once
+  /// it has them, the threads rest until the next advance starts, so that they do not take the
+  /// CPU that other suites, and this test's own advances, need on a 2-core machine.
+  /// Returns whether every advance returned: the
   /// event threads stop by themselves once the live heap has grown by 256 MB (what an `advance`
   /// that hangs while events pile up does, at about 40 MB/s), or when no advance has returned for
   /// 45 s. So a hang fails the test, without threads that fill memory until its time limit and
@@ -31,6 +34,7 @@ struct AdapterEndlessEventTests {
     for _ in 0..<Self.advances {
       await pump.waitForEvents()
       guard !pump.gaveUp else { break }
+      pump.advancing()
       await clock.advance(by: .milliseconds(1))
       pump.advanced()
     }
@@ -78,10 +82,14 @@ struct AdapterEndlessEventTests {
 
 /// Threads that call an event in a tight loop until stopped, counting the events, and stop by
 /// themselves when the live heap has grown by 256 MB, or the clock has not advanced for 45 s.
+/// Between advances they rest once 64 events came since the last one.
 final class EventPump: Sendable {
   private struct State: Sendable {
+    /// Events since the last advance returned.
     var events = 0
-    var seen = 0
+    var isAdvancing = false
+    /// Threads resting until the next advance starts.
+    var resting: [DispatchSemaphore] = []
     var isStopped = false
     var gaveUp = false
     var lastAdvance = ContinuousClock.now
@@ -106,40 +114,54 @@ final class EventPump: Sendable {
       rounds += 1
       // The heap's statistics take the allocator's locks: read them every 4,096 events.
       let grew = rounds % 64 == 0 && Int(dpd_live_heap_bytes()) - baseline > heapBound
-      let goesOn = state.withLock { state in
+      let (goesOn, rest) = state.withLock { state -> (Bool, DispatchSemaphore?) in
         state.events += 64
         if grew || ContinuousClock.now - state.lastAdvance > patience { state.gaveUp = true }
-        return !state.isStopped && !state.gaveUp
+        guard !state.isStopped && !state.gaveUp else { return (false, nil) }
+        guard !state.isAdvancing, state.events >= 64 else { return (true, nil) }
+        let rest = DispatchSemaphore(value: 0)
+        state.resting.append(rest)
+        return (true, rest)
       }
       if !goesOn { return }
+      rest?.wait()
     }
   }
 
-  /// Returns once an event came since the last call, or the pump gave up.
+  /// Returns once 64 events came since the last advance, or the pump gave up.
   func waitForEvents() async {
-    while true {
-      let ready = state.withLock { state in
-        guard state.events == state.seen, !state.gaveUp else {
-          state.seen = state.events
-          return true
-        }
-        return false
-      }
-      if ready { return }
+    while !state.withLock({ $0.events >= 64 || $0.gaveUp }) {
       await Task.yield()
     }
   }
 
+  /// An advance starts: the resting threads go on.
+  func advancing() {
+    let resting = state.withLock { state in
+      state.isAdvancing = true
+      return state.resting.take()
+    }
+    for thread in resting { thread.signal() }
+  }
+
   /// An advance returned.
   func advanced() {
-    state.withLock { $0.lastAdvance = .now }
+    state.withLock { state in
+      state.isAdvancing = false
+      state.events = 0
+      state.lastAdvance = .now
+    }
   }
 
   var gaveUp: Bool { state.withLock { $0.gaveUp } }
 
   /// Stops the threads and returns once they have stopped.
   func stop() {
-    state.withLock { $0.isStopped = true }
+    let resting = state.withLock { state in
+      state.isStopped = true
+      return state.resting.take()
+    }
+    for thread in resting { thread.signal() }
     for thread in threads { thread.sync {} }
   }
 }
