@@ -19,12 +19,26 @@ import Dispatch
 // the live heap grew by while the keys were pending, how many are left once they have run
 // (both against the reading before the first key), and how many tasks ran. The resident growth
 // per pending key that BENCHMARKS.md reports is the Benchmarks package's `keyed-memory`.
+//
+//   dpd-memory-probe adapter signal|pan|lockout SECONDS THREADS
+//
+// runs an adapter on real time under events that never pause (`AdapterSoak`).
 
 let arguments = CommandLine.arguments
+if arguments.count == 5, arguments[1] == "adapter" {
+  guard let seconds = Int(arguments[3]), let threads = Int(arguments[4]), seconds > 0, threads > 0
+  else {
+    print(AdapterSoak.usage)
+    exit(2)
+  }
+  AdapterSoak.run(adapter: arguments[2], seconds: seconds, threads: threads)
+  exit(0)
+}
 guard arguments.count == 3, ["keyed-queue", "keyed-actor"].contains(arguments[1]),
   let keys = Int(arguments[2]), keys > 0
 else {
   print("usage: dpd-memory-probe keyed-queue|keyed-actor KEYS")
+  print(AdapterSoak.usage)
   exit(2)
 }
 

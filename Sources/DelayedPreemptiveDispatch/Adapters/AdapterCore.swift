@@ -1,84 +1,102 @@
 import Dispatch
 
-/// The working part of every adapter: its rules under a lock, the one
-/// ``DelayedPreemptiveDispatchQueue`` that is its timer, its clock and its callback queue.
+/// The working part of every adapter: its rules and its one timer (``AdapterTimer``, a line of
+/// the ``BurstDriver``) under one lock, its timing and its callback queue.
 ///
-/// Each transition is decided under the lock and its ``TimerPlan`` performed after it: the
-/// timer's submissions and the callbacks follow the order of the state changes, and neither the
-/// queue nor user code is called under the lock. The timer's tasks hold the core weakly, so a
-/// pending timer keeps no adapter alive, and releasing the adapter cancels it.
+/// Every event and every firing of the timer is one critical section: the rules change, the
+/// timer's line follows (`.restart`, `maxWait`), and a round that ended applies the rules'
+/// `timerDue()` there too. So a firing and the events around it are decided together, and
+/// nothing that one transition decides waits for another to perform it. The callbacks are
+/// enqueued on the callback queue before the lock is released: enqueueing runs none of them,
+/// and so they are enqueued in the order of the changes. They run on that queue, never under
+/// the lock. The clock is read, and the timer armed, outside the lock, as in every shell; the
+/// one interpreter (``BurstEffects/perform(startWorkers:arm:install:becameIdle:)``) does that.
+///
+/// The timer's deliveries hold the core weakly, so a pending timer keeps no adapter alive, and
+/// releasing the adapter cancels it.
 final class AdapterCore<Rules: AdapterRules>: Sendable {
   let state: LockBox<Rules>
   let timing: AdapterTiming
-  let timer: DelayedPreemptiveDispatchQueue
+  private let timerQueue: DispatchQueue
   private let callbacks: DispatchQueue
 
-  /// A core for `rules`, whose queue gets the plan's `maxWait` and a deadline that each
-  /// submission sets (`.restart`). Callbacks run on `callbackQueue`, or on a serial queue of
-  /// the core's own.
+  /// A core for `rules`. In real time the timer delivers on a serial queue of the core's own;
+  /// callbacks run on `callbackQueue`, or on another serial queue of the core's own.
   init(label: String, rules: Rules, timing: AdapterTiming, callbackQueue: DispatchQueue?) {
     state = LockBox(rules)
     self.timing = timing
-    timer = timing.makeQueue(
-      "\(label).timer", DelayOptions(deadlinePolicy: .restart, maxWait: rules.plan.maxWait))
+    timerQueue = makeSerialQueue(label: "\(label).timer", qos: .unspecified, target: nil)
     callbacks =
       callbackQueue ?? makeSerialQueue(label: "\(label).callbacks", qos: .unspecified, target: nil)
   }
 
-  /// Reads the clock, applies `transition` to the rules under the lock with the reading, then
-  /// performs what it planned.
+  deinit {
+    state.withLock { $0.timer.release() }.performRelease()
+  }
+
+  /// The adapter's one timer; the race tests read its time.
+  var timer: any BurstTimer { timing.timer }
+
+  /// Reads the clock, applies `transition` to the rules under the lock with the reading, and
+  /// ends the round there if it is due; then arms the timer and runs what must not run under
+  /// the lock.
   func update<Result>(_ transition: (inout Rules, Duration) -> Result) -> Result {
     let reading = timing.now()
-    let (result, actions) = state.withLock { rules in
-      (transition(&rules, reading), rules.plan.claim())
+    let (result, afterLock) = state.withLock { rules in
+      let result = transition(&rules, reading)
+      return (result, settle(&rules, tracking: nil))
     }
-    perform(actions)
+    perform(afterLock)
     return result
   }
 
-  /// Performs `claimed`, then what other threads decided meanwhile, until nothing is left; so
-  /// once every concurrent call has returned, all they decided has been performed. A firing
-  /// performs only its own actions and leaves the rest to another thread (which the clock
-  /// awaits, as `fired` tracks it), so that events from other threads never hold up the timer's
-  /// queue.
-  private func perform(
-    _ claimed: [TimerPlan.Action]?, isFiring: Bool = false, tracking fired: FiredCallbacks? = nil
-  ) {
-    var claimed = claimed
-    while let actions = claimed {
-      for action in actions {
-        switch action {
-        case .delay(let delay, let sequence):
-          timer.delay(for: delay) { [weak self] in self?.timerFired(sequence) }
-        case .cancel:
-          timer.cancel()
-        case .send(let callback):
-          callbacks.async(execute: callback)
-        case .run(let work):
-          work()
-        }
-      }
-      claimed = state.withLock { $0.plan.next() }
-      if isFiring, let rest = claimed {
-        let work: @Sendable () -> Void = { self.perform(rest) }
-        let tracked = fired.map { $0.track(work) } ?? work
-        DispatchQueue.global().async { tracked() }
-        return
-      }
+  /// Under the lock, after a transition: applies the rules' `timerDue()` for the round that
+  /// ended, enqueues the callbacks (wrapped in `fired`'s tracking when a firing decided them),
+  /// and returns what remains for after the lock.
+  private func settle(
+    _ rules: inout Rules, tracking fired: FiredCallbacks?
+  ) -> (effects: BurstEffects, work: [@Sendable () -> Void]) {
+    while rules.timer.takeDue() { rules.timerDue() }
+    for callback in rules.timer.takeCallbacks() {
+      let tracked: @Sendable () -> Void = fired?.track(callback) ?? callback
+      callbacks.async(execute: tracked)
     }
+    return rules.timer.takeAfterLock()
   }
 
-  /// The task of submission `sequence` runs, on the timer queue.
-  private func timerFired(_ sequence: UInt64) {
+  private func perform(_ afterLock: (effects: BurstEffects, work: [@Sendable () -> Void])) {
+    afterLock.effects.perform(
+      startWorkers: { _ in }, arm: { arm($0) },
+      install: { handle, generation in
+        state.withLock { $0.timer.install(handle, generation: generation) }
+      }, becameIdle: {})
+    for work in afterLock.work { work() }
+  }
+
+  /// The timer named `generation` fired: one critical section, like an event's. Returns the
+  /// callbacks it enqueued, when the clock awaits them.
+  private func timerFired(generation: UInt64) -> FiredCallbacks? {
     let reading = timing.now()
-    timing.firing { fired in
-      let actions = state.withLock { rules in
-        rules.plan.tracking = fired
-        if rules.plan.fired(sequence, at: reading) { rules.timerDue() }
-        rules.plan.tracking = nil
-        return rules.plan.claim()
-      }
-      perform(actions, isFiring: true, tracking: fired)
+    let fired = timing.awaitsCallbacks ? FiredCallbacks() : nil
+    let afterLock = state.withLock { rules in
+      rules.timer.fired(generation: generation, at: reading)
+      return settle(&rules, tracking: fired)
     }
+    perform(afterLock)
+    return fired
+  }
+
+  /// Arms the timer for `request`, delivering on the timer queue, or, on a clock that awaits
+  /// its deliveries, in a task that then awaits the callbacks the firing enqueued.
+  private func arm(_ request: TimerRequest) -> TimerHandle {
+    let generation = request.generation
+    let delivery: TimerDelivery =
+      timing.awaitsCallbacks
+      ? .task { [weak self] in
+        guard let fired = self?.timerFired(generation: generation) else { return }
+        await fired.wait()
+      }
+      : .queue(timerQueue) { [weak self] in _ = self?.timerFired(generation: generation) }
+    return timing.timer.arm(at: request.deadline, tolerance: nil, delivery: delivery)
   }
 }

@@ -1,8 +1,8 @@
-/// The rules of one adapter with no clock, queue or lock: its state, and the ``TimerPlan`` that
-/// its transitions append to. ``AdapterCore`` keeps them under its lock.
+/// The rules of one adapter with no clock, queue or lock: its state, and the ``AdapterTimer``
+/// that its transitions ask for delays and callbacks. ``AdapterCore`` keeps them under its lock.
 protocol AdapterRules: Sendable {
-  var plan: TimerPlan { get set }
+  var timer: AdapterTimer { get set }
 
-  /// The adapter's timer is due: ``TimerPlan/fired(_:at:)`` says so.
+  /// The round ended: its timer was due, or an event found it due (``AdapterTimer/takeDue()``).
   mutating func timerDue()
 }

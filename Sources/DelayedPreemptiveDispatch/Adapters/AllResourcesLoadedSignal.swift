@@ -14,23 +14,27 @@ import Dispatch
 /// ```
 ///
 /// - Bound: with `maxWait`, no batch lasts longer than `maxWait` from its first load (plus
-///   scheduling latency), however dense the loads; a load that races the firing that ends the
-///   batch is counted in it, and one that races an earlier firing keeps the batch's own bound.
-/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue`` that applies
-///   `maxWait`; each load preempts the pending signal. A pending timer does not keep the signal alive. Releasing
-///   the signal cancels the timer: no callback follows, and every ``allLoaded()`` waiter is
-///   resumed with the loads counted so far in the unfinished batch.
+///   scheduling latency), however dense the loads, and loads that never pause still end a batch
+///   each `maxWait`; a load that comes once the batch is due, before its timer fires, is counted
+///   in it.
+/// - Pending work: one timer at a time, for a batch that is one burst of the rules every queue
+///   follows (`.restart`, `maxWait`); each load moves the pending signal. A load and a firing of
+///   the timer are decided under one lock, so nothing waits to be performed between them. A
+///   pending timer does not keep the signal alive. Releasing the signal cancels the timer: no
+///   callback follows, and every ``allLoaded()`` waiter is resumed with the loads counted so far
+///   in the unfinished batch.
 /// - Callbacks: `onAllLoaded` runs on the main actor with `callbackActor: MainActor.shared`, or
 ///   on `callbackQueue`, or on a serial queue the signal owns,
 ///   once per batch and in batch order, never under a lock. A concurrent `callbackQueue` may
 ///   run them out of order.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
 ///   callbacks that its timers caused have run. A callback that a method call caused directly is
-///   only enqueued (by that call, or by an overlapping one); a serial `callbackQueue` runs it
+///   only enqueued, by that call; a serial `callbackQueue` runs it
 ///   before any later one.
-/// - Thread safety: every method may be called from any thread. The signal calls its queue, and
-///   enqueues its callbacks, only after its lock and in the order of its changes; when calls
-///   overlap, one of them does so for all. So its clock may call back into it.
+/// - Thread safety: every method may be called from any thread. The signal reads its clock and
+///   arms its timer only outside its lock, and enqueues its callbacks, which runs none of them,
+///   before it releases the lock, in the order of its changes. So its clock may call back into
+///   it.
 public final class AllResourcesLoadedSignal: Sendable {
   private let core: AdapterCore<BatchRules>
   let batch: LoadBatch
@@ -80,7 +84,7 @@ public final class AllResourcesLoadedSignal: Sendable {
     core = AdapterCore(
       label: "AllResourcesLoadedSignal",
       rules: BatchRules(
-        quietPeriod: quietPeriod, onAllLoaded: onAllLoaded, plan: TimerPlan(maxWait: maxWait)),
+        quietPeriod: quietPeriod, onAllLoaded: onAllLoaded, timer: AdapterTimer(maxWait: maxWait)),
       timing: timing, callbackQueue: callbackQueue)
     batch = LoadBatch(state: core.state)
   }
@@ -124,6 +128,6 @@ public final class AllResourcesLoadedSignal: Sendable {
   }
 
   // The core's parts, for the race tests.
-  var timer: DelayedPreemptiveDispatchQueue { core.timer }
+  var timer: any BurstTimer { core.timer }
   var timing: AdapterTiming { core.timing }
 }

@@ -1,11 +1,12 @@
 /// The rules of an ``AllResourcesLoadedSignal``, with no clock, queue or lock: the current
 /// batch, the last signalled one, and the waiters of ``AllResourcesLoadedSignal/allLoaded()``.
 ///
-/// Each load asks the timer for `quietPeriod`; a due timer signals the batch.
+/// A batch is a round of the ``AdapterTimer``: each load asks it for `quietPeriod`, within the
+/// batch's `maxWait`, and the round's end signals the batch.
 struct BatchRules: AdapterRules {
   let quietPeriod: Duration
   let onAllLoaded: (@Sendable (_ loadedCount: Int) -> Void)?
-  var plan: TimerPlan
+  var timer: AdapterTimer
   /// Loads in the current batch.
   var count = 0
   /// The count of the last signalled batch; `nil` before the first signal.
@@ -16,9 +17,9 @@ struct BatchRules: AdapterRules {
   var isReleased = false
 
   mutating func load(at reading: Duration) {
-    let now = plan.observe(reading)
+    let now = timer.observe(reading)
     count += 1
-    plan.arm(after: quietPeriod, at: now)
+    timer.arm(after: quietPeriod, at: now)
   }
 
   /// Ends the batch: its callback is enqueued, and its waiters resumed after the lock.
@@ -28,9 +29,8 @@ struct BatchRules: AdapterRules {
     let waiters = takeWaiters()
     self.count = 0
     lastSignalled = count
-    plan.endRound()
-    if let onAllLoaded { plan.send { onAllLoaded(count) } }
-    if !waiters.isEmpty { plan.run { for waiter in waiters { waiter.resume(returning: count) } } }
+    if let onAllLoaded { timer.send { onAllLoaded(count) } }
+    if !waiters.isEmpty { timer.run { for waiter in waiters { waiter.resume(returning: count) } } }
   }
 
   /// Removes every waiter, to be resumed outside the lock.

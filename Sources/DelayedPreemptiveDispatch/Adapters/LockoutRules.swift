@@ -1,16 +1,16 @@
 /// The rules of ``PasscodeLockout``, with no clock, queue or lock: instants are offsets on the
-/// adapter's time line, read through the ``TimerPlan``, and each change asks the timer for the
+/// adapter's time line, read through the ``AdapterTimer``, and each change asks the timer for the
 /// window or the lockout and enqueues its report.
 ///
 /// The window and the lockout end are kept as instants, for ``PasscodeLockout/remainingLockout``
-/// and snapshots; the timer is the queue's, armed for the one that is pending.
+/// and snapshots; the timer's round is the one that is pending, with no `maxWait`.
 struct LockoutRules: AdapterRules {
   let maxFailures: Int
   let window: Duration
   /// The lockout durations for the first, second, … lockout; the last one repeats.
   let lockoutDurations: [Duration]
   let onChange: (@Sendable (PasscodeLockout.State) -> Void)?
-  var plan = TimerPlan(maxWait: nil)
+  var timer = AdapterTimer(maxWait: nil)
 
   private(set) var failures = 0
   /// When the window of the current count passes, if a failure is counted.
@@ -50,24 +50,24 @@ struct LockoutRules: AdapterRules {
 
   /// How long the current lockout still lasts at `reading`; `nil` while open.
   mutating func remainingLockout(at reading: Duration) -> Duration? {
-    let now = plan.observe(reading)
+    let now = timer.observe(reading)
     return lockoutEnd.map { max($0 - now, .zero) }
   }
 
   mutating func failure(at reading: Duration) -> PasscodeLockout.State {
-    let now = plan.observe(reading)
+    let now = timer.observe(reading)
     guard lockoutEnd == nil else { return .lockedOut }
     failures += 1
     if failures < maxFailures {
       windowEnd = now + window
-      plan.arm(after: window, at: now)
+      timer.arm(after: window, at: now)
     } else {
       let duration = lockoutDuration(afterLockouts: lockouts)
       failures = 0
       windowEnd = nil
       lockoutEnd = now + duration
       lockouts += 1
-      plan.arm(after: duration, at: now)
+      timer.arm(after: duration, at: now)
     }
     report(state)
     return state
@@ -77,7 +77,7 @@ struct LockoutRules: AdapterRules {
     guard lockoutEnd == nil else { return }
     lockouts = 0
     windowEnd = nil
-    plan.cancel()
+    timer.cancel()
     if failures > 0 {
       failures = 0
       report(state)
@@ -117,7 +117,7 @@ struct LockoutRules: AdapterRules {
         return wallDeadline.map { .seconds($0 - seconds) }
       }
     }
-    let now = plan.observe(reading)
+    let now = timer.observe(reading)
     let before = state
     lockouts = max(snapshot.lockouts, 0)
     failures = 0
@@ -130,14 +130,14 @@ struct LockoutRules: AdapterRules {
     if let lockoutLeft, lockoutLeft > .zero {
       let left = min(lockoutLeft, lockoutDuration(afterLockouts: lockouts - 1))
       lockoutEnd = now + left
-      plan.arm(after: left, at: now)
+      timer.arm(after: left, at: now)
     } else if snapshot.failures > 0, maxFailures > 1, let windowLeft, windowLeft > .zero {
       let left = min(windowLeft, window)
       failures = min(snapshot.failures, maxFailures - 1)
       windowEnd = now + left
-      plan.arm(after: left, at: now)
+      timer.arm(after: left, at: now)
     } else {
-      plan.cancel()
+      timer.cancel()
     }
     if state != before { report(state) }
   }
@@ -145,6 +145,6 @@ struct LockoutRules: AdapterRules {
   /// Enqueues `state` for `onChange`.
   private mutating func report(_ state: PasscodeLockout.State) {
     guard let onChange else { return }
-    plan.send { onChange(state) }
+    timer.send { onChange(state) }
   }
 }

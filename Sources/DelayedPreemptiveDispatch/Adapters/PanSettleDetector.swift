@@ -20,10 +20,11 @@ import Dispatch
 ///   holds the settle off until the next stop. With `maxWait`, an endless run of short pans
 ///   still settles: at most `maxWait` after the first pan event since the last settle, or, if a
 ///   pan is in motion then, at once when it stops. The bound holds however dense the events
-///   (plus scheduling latency): an event that races the firing at `maxWait` belongs to that
-///   settle, and one that races an earlier firing keeps the settle's own bound.
-/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue`` that applies
-///   `maxWait`; each stop preempts the pending settle, and a pan in motion holds it off. A
+///   (plus scheduling latency), and pans that never pause still settle each `maxWait`: an event
+///   that comes once `maxWait` is due, before the timer fires, belongs to that settle.
+/// - Pending work: one timer at a time, for pans until a settle that are one burst of the rules
+///   every queue follows (`.restart`, `maxWait`); each stop moves the pending settle, and a pan
+///   in motion holds it off. An event and a firing of the timer are decided under one lock. A
 ///   pending timer does not keep the detector alive; releasing it cancels the timer, and no
 ///   callback follows.
 /// - Callbacks: `onSettle` runs on the main actor with `callbackActor: MainActor.shared`, or on
@@ -32,11 +33,12 @@ import Dispatch
 ///   the same time.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
 ///   callbacks that its timers caused have run. A callback that a method call caused directly is
-///   only enqueued (by that call, or by an overlapping one); a serial `callbackQueue` runs it
+///   only enqueued, by that call; a serial `callbackQueue` runs it
 ///   before any later one.
-/// - Thread safety: every method may be called from any thread. The detector calls its queue, and
-///   enqueues its callbacks, only after its lock and in the order of its changes; when calls
-///   overlap, one of them does so for all. So its clock may call back into it.
+/// - Thread safety: every method may be called from any thread. The detector reads its clock and
+///   arms its timer only outside its lock, and enqueues its callbacks, which runs none of them,
+///   before it releases the lock, in the order of its changes. So its clock may call back into
+///   it.
 public final class PanSettleDetector: Sendable {
   private let core: AdapterCore<PanSettleRules>
 
@@ -104,7 +106,7 @@ public final class PanSettleDetector: Sendable {
     core = AdapterCore(
       label: "PanSettleDetector",
       rules: PanSettleRules(
-        settleDelay: settleDelay, onSettle: onSettle, plan: TimerPlan(maxWait: maxWait)),
+        settleDelay: settleDelay, onSettle: onSettle, timer: AdapterTimer(maxWait: maxWait)),
       timing: timing, callbackQueue: callbackQueue)
   }
 
@@ -133,6 +135,6 @@ public final class PanSettleDetector: Sendable {
 
   // The core's parts, for the race tests.
   var state: LockBox<PanSettleRules> { core.state }
-  var timer: DelayedPreemptiveDispatchQueue { core.timer }
+  var timer: any BurstTimer { core.timer }
   var timing: AdapterTiming { core.timing }
 }

@@ -58,7 +58,7 @@ extension PasscodeLockout {
   /// tests that play a relaunch or a reboot.
   public func snapshot(now: Date, reference: MonotonicReference?) -> Snapshot {
     core.update { rules, reading in
-      let instant = rules.plan.observe(reading)
+      let instant = rules.timer.observe(reading)
       func wallClock(_ deadline: Duration?) -> Date? {
         deadline.map { now.addingTimeInterval(Self.seconds($0 - instant)) }
       }

@@ -20,16 +20,17 @@ import Dispatch
 ///   `maxFailures` locks out; while locked out, failures count nothing. After the lockout the
 ///   state is `.open(failures: 0)`. A failure that races the window's end by a hair is ordered
 ///   by whichever takes the lock first.
-/// - Pending work: one timer at a time, a ``DelayedPreemptiveDispatchQueue``: each failure
-///   preempts the pending window end, and a lockout replaces it. A pending timer does not keep
-///   the lockout alive; releasing it cancels the timer and no callback follows.
+/// - Pending work: one timer at a time, for the window or the lockout, by the rules every queue
+///   follows (`.restart`): each failure moves the pending window end, and a lockout replaces it.
+///   A failure and a firing of the timer are decided under one lock. A pending timer does not
+///   keep the lockout alive; releasing it cancels the timer and no callback follows.
 /// - Callbacks: `onChange` runs on the main actor with `callbackActor: MainActor.shared`, or on
 ///   `callbackQueue`, or on a serial queue the lockout owns, once
 ///   per state change and in the order of the changes, never under a lock. A concurrent
 ///   `callbackQueue` receives them in order but may run them at the same time, or out of order.
 /// - Tests: on a ``SchedulingClock`` such as `ManualClock`, `advance(by:)` returns after the
 ///   callbacks that its timers caused have run. A callback that a method call caused directly is
-///   only enqueued (by that call, or by an overlapping one); a serial `callbackQueue` runs it
+///   only enqueued, by that call; a serial `callbackQueue` runs it
 ///   before any later one.
 /// - Extras: escalating lockouts (``init(maxFailures:window:lockoutDurations:callbackQueue:onChange:)``)
 ///   and a ``Snapshot`` to save and restore across a relaunch.
@@ -39,9 +40,10 @@ import Dispatch
 ///   which the user cannot set; after a reboot, the lockout gets at least the time it had left
 ///   at the snapshot. Setting the wall clock back cannot lengthen it beyond one full lockout.
 ///   The lockout cannot defend a snapshot the user edits: store it where they cannot write.
-/// - Thread safety: every method may be called from any thread. The lockout calls its queue, and
-///   enqueues its callbacks, only after its lock and in the order of its changes; when calls
-///   overlap, one of them does so for all. So its clock may call back into it.
+/// - Thread safety: every method may be called from any thread. The lockout reads its clock and
+///   arms its timer only outside its lock, and enqueues its callbacks, which runs none of them,
+///   before it releases the lock, in the order of its changes. So its clock may call back into
+///   it.
 public final class PasscodeLockout: Sendable {
   /// The working part; the race tests reach its lock and its timer.
   let core: AdapterCore<LockoutRules>

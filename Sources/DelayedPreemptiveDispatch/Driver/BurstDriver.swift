@@ -92,6 +92,9 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   /// Lines that hold state, and scheduled timers; for tests.
   @usableFromInline var footprint: (lines: Int, timers: Int) { (lines.count, lines.scheduledCount) }
 
+  /// The deadline of the armed timer, if one is armed.
+  var armedDeadline: TimelineInstant? { book.armed?.deadline }
+
   // MARK: - Submissions
 
   /// A submission; what the shell must do afterwards goes into `effects`, which the caller

@@ -5,32 +5,35 @@ import Testing
 @testable import DelayedPreemptiveDispatch
 
 /// Runs `advance` while another thread holds an adapter's lock, and runs `event` under that lock
-/// once the adapter's timer queue has ended its burst: the event lands exactly between the queue
-/// taking the firing and the adapter taking its lock, which is the race that pushed a batch past `maxWait`, made
-/// deterministic.
-func raceEvent<State: Sendable>(
-  _ lock: LockBox<State>, with timer: DelayedPreemptiveDispatchQueue,
-  advance: () async -> Void, event: @escaping @Sendable (inout State) -> Void
+/// once the clock has reached the deadline of the adapter's armed timer: the event lands exactly
+/// between the clock reaching the deadline and the firing taking the adapter's lock, which is
+/// the race that could push a batch past `maxWait`, made deterministic.
+func raceEvent<Rules: AdapterRules>(
+  _ lock: LockBox<Rules>, with timer: any BurstTimer,
+  advance: () async -> Void, event: @escaping @Sendable (inout Rules) -> Void
 ) async {
-  #expect(timer.isPending, "the race needs a pending timer")
   let holder = DispatchQueue(label: "AdapterMaxWaitTests.holder")
-  await withCheckedContinuation { (locked: CheckedContinuation<Void, Never>) in
+  let isArmed = await withCheckedContinuation { (locked: CheckedContinuation<Bool, Never>) in
     holder.async {
-      lock.withLock { state in
-        locked.resume()
-        // The firing ends the timer's burst, then blocks on this lock inside the adapter.
-        while timer.isPending {}
-        event(&state)
+      lock.withLock { rules in
+        let deadline = rules.timer.armedDeadline
+        locked.resume(returning: deadline != nil)
+        guard let deadline else { return }
+        // The clock reaches the deadline, then its firing blocks on this lock inside the
+        // adapter.
+        while AdapterTiming(timer: timer, awaitsCallbacks: false).now() < deadline {}
+        event(&rules)
       }
     }
   }
+  #expect(isArmed, "the race needs an armed timer")
   await advance()
   // The holder has released the lock: the firing it raced has been handled.
   await withCheckedContinuation { continuation in holder.async { continuation.resume() } }
 }
 
 /// A batch or a pan settle lasts no longer than `maxWait`, however dense the
-/// events, even when an event races the firing that ends it.
+/// events, even when an event comes once the round is due, before its firing takes the lock.
 @Suite("Adapter maxWait")
 struct AdapterMaxWaitTests {
   let clock = ManualClock()

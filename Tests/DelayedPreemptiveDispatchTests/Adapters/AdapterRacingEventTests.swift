@@ -3,9 +3,9 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// An event that lands between the adapter's queue ending a burst and the firing's task taking
-/// the adapter's lock, played with `raceEvent`: the round it belongs to keeps its first event's
-/// `maxWait`, and the reports keep the order of the changes.
+/// An event that lands between the clock reaching the adapter's timer and the firing's task
+/// taking the adapter's lock, played with `raceEvent`: the round it belongs to keeps its first
+/// event's `maxWait`, and the reports keep the order of the changes.
 @Suite("Adapter racing events")
 struct AdapterRacingEventTests {
   let clock = ManualClock()

@@ -34,9 +34,9 @@ final class ReentrantClock: Clock, SchedulingClock, Sendable {
   }
 }
 
-/// An adapter calls its queue, which reads and schedules on the clock, only after its own lock:
-/// a clock that reads the adapter then works. With a submission under the adapter's lock, the
-/// hook below would wait for that lock forever.
+/// An adapter reads and schedules on its clock only outside its own lock: a clock that reads the
+/// adapter then works. With a reading or a timer armed under the adapter's lock, the hook below
+/// would wait for that lock forever.
 @Suite("Adapter clocks that call back")
 struct AdapterReentrantClockTests {
   @Test func clockThatReadsItsAdaptersWhenUsedDoesNotDeadlock() async {

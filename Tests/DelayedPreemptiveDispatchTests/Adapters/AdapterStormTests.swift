@@ -4,10 +4,10 @@ import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// Events from many threads while the clock fires the adapters' timers: an adapter calls its
-/// queue only after its lock, and another thread may perform its submissions, yet no event is
-/// lost or counted twice, no callback is lost or duplicated, and the callbacks report the
-/// changes in order. Run under `--sanitize=thread` in CI.
+/// Events from many threads while the clock fires the adapters' timers: an adapter arms its timer
+/// only after its lock, yet no event is lost or counted twice, no callback is lost or
+/// duplicated, and the callbacks report the changes in order. Run under `--sanitize=thread` in
+/// CI.
 @Suite("Adapter storms racing firings", .serialized)
 struct AdapterStormTests {
   static let threads = 4
