@@ -30,9 +30,16 @@ extension ActorShell {
   /// Submits `work` for `id`'s line now.
   @inlinable
   func submit(_ id: LineID, _ delay: RequestedDelay, work: Lines.Work?) -> DelayTicket {
+    submit(id, delay, work: work, now: timeline.now())
+  }
+
+  /// Submits `work` for `id`'s line at `now`, read from ``timeline``.
+  @inlinable
+  func submit(
+    _ id: LineID, _ delay: RequestedDelay, work: Lines.Work?, now: TimelineInstant
+  ) -> DelayTicket {
     var effects = BurstEffects()
-    let ticket = driver.delay(
-      id, delay, now: timeline.now(), work: work, owner: self, effects: &effects)
+    let ticket = driver.delay(id, delay, now: now, work: work, owner: self, effects: &effects)
     perform(effects, of: id)
     if effects.workersToStart > 0 { awaitRunsOnClock() }
     return ticket
