@@ -44,18 +44,15 @@ import Testing
       await run.send("b")
       switch arrival {
       case .afterTheTimerAt2:
-        clock.advance(to: .seconds(2))
-        await run.release()
+        await run.release(at: .seconds(2))
       case .beforeTheTimerAt2:
         clock.advance(to: .seconds(2))
       case .beforeTheTimerAt3:
         clock.advance(to: .seconds(3))
       }
       await run.send("c")
-      clock.advance(to: .seconds(4))
-      await run.release()
-      clock.advance(to: .seconds(8))
-      await run.release()
+      await run.release(at: .seconds(4))
+      await run.release(at: .seconds(8))
     }
     let bAt = arrival == .beforeTheTimerAt3 ? 3_000 : 2_000
     #expect(emitted == ["a@0", "b@\(bAt)", "c@4000"])
@@ -71,10 +68,8 @@ import Testing
       await run.send("a")
       clock.advance(to: .milliseconds(1_500))
       await run.send("b")
-      clock.advance(to: .milliseconds(2_499))
-      await run.release()
-      clock.advance(to: .milliseconds(2_500))
-      await run.release()
+      await run.release(at: .milliseconds(2_499))
+      await run.release(at: .milliseconds(2_500))
     }
     #expect(emitted == ["a@1500", "b@2500"])
   }
@@ -88,15 +83,12 @@ import Testing
       $0.debounced(for: .seconds(1), options: options, clock: clock).makeAsyncIterator()
     } steps: { run in
       await run.send("a")
-      clock.advance(to: .seconds(1))
-      await run.release()  // a@1; the next run no sooner than 4 s
+      await run.release(at: .seconds(1))  // a@1; the next run no sooner than 4 s
       await run.send("b")  // due at 4 s (2 s by its delay)
       clock.advance(to: .seconds(5))
       await run.send("c")  // b's burst was due at 4 s: b first, then c due at 7 s
-      clock.advance(to: .milliseconds(6_999))
-      await run.release()
-      clock.advance(to: .seconds(7))
-      await run.release()
+      await run.release(at: .milliseconds(6_999))
+      await run.release(at: .seconds(7))
     }
     #expect(emitted == ["a@1000", "b@5000", "c@7000"])
   }
@@ -203,6 +195,12 @@ struct StreamRun {
   func release() async {
     await clock.release()
     await storage.waitUntilConsumerWaits()
+  }
+
+  /// Moves the clock to `offset`, then releases the timers due by then.
+  func release(at offset: Duration) async {
+    clock.advance(to: offset)
+    await release()
   }
 
   static func run(
