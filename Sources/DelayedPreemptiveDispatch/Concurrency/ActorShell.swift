@@ -93,12 +93,14 @@ extension ActorShell {
   // MARK: - Workers
 
   /// Starts a worker task: it takes batches of ready runs and runs them one after another,
-  /// holding the actor weakly between batches, until none is left.
+  /// holding the actor weakly between batches, until none is left. On a clock that tracks runs
+  /// (`ManualClock`), the clock starts it, so that its next `advance` awaits a run that a
+  /// submission started as it awaits a timer's, and goes on while that run sleeps on it (T5).
   @inlinable
   func startWorker() {
     let owner = ObjectIdentifier(self)
     let task = self.task
-    Task { [weak self] in
+    let worker: @Sendable () async -> Void = { [weak self] in
       var finished: [LineID] = []
       while let next = await self?.nextRuns(finishing: finished), !next.runs.isEmpty {
         finished.removeAll(keepingCapacity: true)
@@ -112,6 +114,11 @@ extension ActorShell {
           finished.append(id)
         }
       }
+    }
+    if let tracker = timeline.runTracker {
+      tracker.startRun(worker)
+    } else {
+      Task(operation: worker)
     }
   }
 
@@ -138,17 +145,22 @@ extension ActorShell {
 
   // MARK: - The timer
 
-  /// Runs started by a submission: a test clock's next `advance` waits for them (T5).
+  /// Runs started by a submission: a test clock's next `advance` waits for them (T5). A clock
+  /// that tracks runs knows them already, through their workers (``startWorker()``).
   @usableFromInline
   func awaitRunsOnClock() {
+    guard timeline.runTracker == nil else { return }
     timer.awaitOnClock { [weak self] in await self?.wait(until: .runsDrained) }
   }
 
   /// The instance's timer named `generation` fired: ends the due bursts, then returns once
   /// every run decided so far has returned (so that a test clock's `advance` waits for them).
+  /// On a clock that tracks runs, it returns at once: the clock awaits the workers it started
+  /// (``startWorker()``) by itself, and goes on while one sleeps on it.
   @inlinable
   func timerFired(generation: UInt64) async {
     perform(driver.timerFired(at: timeline.now(), generation: generation))
+    guard timeline.runTracker == nil else { return }
     await wait(until: .runsDrained)
   }
 
