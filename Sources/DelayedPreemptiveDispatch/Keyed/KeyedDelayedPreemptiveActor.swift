@@ -133,7 +133,7 @@ where C.Duration == Duration {
     let now = timeline.now()
     let merged = BurstDriver<Lines>.merge(
       value, into: driver.takeValueToCombine(key, at: now), with: combine)
-    return submit(key, delay, work: merged, now: now)
+    return submit(key, delay, work: merged, at: now)
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.

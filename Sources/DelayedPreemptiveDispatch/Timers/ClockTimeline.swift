@@ -15,15 +15,11 @@ struct ClockTimeline<C: Clock>: Sendable where C.Duration == Duration {
   @usableFromInline let origin: C.Instant
   /// The clock as a ``SchedulingClock``, when it is one.
   let scheduler: (any SchedulingClock)?
-  /// The clock as a ``RunTrackingClock``, when it is one (`ManualClock`): the actors start their
-  /// workers through it, so that it awaits a run a submission started as a timer's work (T5).
-  @usableFromInline let runTracker: (any RunTrackingClock)?
 
   init(clock: C) {
     self.clock = clock
     origin = clock.now
     scheduler = clock as? any SchedulingClock
-    runTracker = clock as? any RunTrackingClock
   }
 
   /// Inlinable, so that a shell specialised in its client (the keyed actor) reads its clock
