@@ -34,8 +34,13 @@ import DelayedPreemptiveDispatch
 /// Calls of `advance` must not overlap: a second call while one is still running, from another
 /// task or from inside the work of a timer, stops the program with a message.
 ///
-/// Runs that wait for no timer start at once instead, outside `advance`: a `leading` run, and
-/// the queue's `flush()`. A test whose result depends on when they run relative to the clock
+/// A run of an actor or keyed actor that a submission started at once (a zero delay, a deadline
+/// already reached, a `leading` run: rule T5) is awaited by the next `advance` before any timer,
+/// exactly as a due timer's work is: until it returns, or until it sleeps on this clock, and
+/// then `advance` goes on and resumes it at the sleep's deadline.
+///
+/// Runs that wait for no timer start at once, outside `advance`: a `leading` run, and the
+/// queue's `flush()`. A test whose result depends on when they run relative to the clock
 /// awaits them before it advances: the ticket of the submission that started the burst
 /// (`await ticket.outcome` returns `.executed` once the leading run has returned), or, after a
 /// `flush()`, the queue's `wait()` (the actor's `flush()` returns after the run by itself).
@@ -88,7 +93,7 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
 
   /// The number of timers and sleepers waiting for a later instant.
   public var pendingTimerCount: Int {
-    state.withLock { $0.timers.count }
+    state.withLock { $0.waitingCount }
   }
 
   /// Moves time forward and returns once every timer due by the new time has fired and every
@@ -125,6 +130,8 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
         let unparked = flight.map { flight in state.withLock { $0.unpark(flight) } } ?? false
         continuation.resume()
         if unparked, let flight { await settle(flight) }
+      case .flight(let flight):
+        await settle(flight)
       }
     }
     state.withLock { $0.isAdvancing = false }
@@ -201,13 +208,18 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
   /// Runs the work of a fired timer in a task of its own, and waits until it returns or sleeps
   /// on this clock.
   private func run(_ action: @escaping @Sendable () async -> Void) async {
-    let id = state.withLock { $0.launchFlight() }
+    await settle(launch(action, id: state.withLock { $0.launchFlight() }))
+  }
+
+  /// Starts `action` in a task of its own as the flight `id`: a sleep on this clock inside it,
+  /// or inside a task it starts, parks the flight.
+  private func launch(_ action: @escaping @Sendable () async -> Void, id: UInt64) -> UInt64 {
     let name = FlightName(clock: ObjectIdentifier(self), id: id)
     Task { [state] in
       await Self.$currentFlight.withValue(name) { await action() }
       state.withLock { $0.land(id) }?.resume()
     }
-    await settle(id)
+    return id
   }
 
   /// Waits until the flight `id` returns or sleeps on this clock.
@@ -215,5 +227,22 @@ public final class ManualClock: Clock, SchedulingClock, Sendable {
     await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
       if !state.withLock({ $0.wait(for: id, waiter: waiter) }) { waiter.resume() }
     }
+  }
+}
+
+extension ManualClock: RunTrackingClock {
+  /// Starts `run`, an actor's worker, as the work of a timer due now: ``advance(by:)`` (the one
+  /// running, or the next) awaits it before anything else, until it returns or sleeps on this
+  /// clock, and then goes on, resuming it at its sleep's deadline. So a run that a submission
+  /// started at once (rule T5) is awaited as a run that a timer started, and neither holds up
+  /// an `advance` while it sleeps.
+  @usableFromInline
+  package func startRun(_ run: @escaping @Sendable () async -> Void) {
+    let id = state.withLock { state in
+      let id = state.launchFlight()
+      state.add(.flight(id), at: state.now, id: state.makeID())
+      return id
+    }
+    _ = launch(run, id: id)
   }
 }

@@ -4,6 +4,9 @@ struct ManualClockState {
     case action(@Sendable () async -> Void)
     /// A sleeping task; `flight` names the timer's work it belongs to, if any.
     case sleeper(CheckedContinuation<Void, any Error>, flight: UInt64?)
+    /// A run started at once outside `advance` (``ManualClock/startRun(_:)``), already flying:
+    /// `advance` awaits it as a timer's work, until it returns or sleeps on the clock.
+    case flight(UInt64)
   }
 
   struct Timer {
@@ -40,9 +43,25 @@ struct ManualClockState {
     return nextID
   }
 
+  /// Timers and sleepers waiting for a later instant: every entry but a flight's.
+  var waitingCount: Int {
+    timers.count { timer in
+      if case .flight = timer.wakeup { return false }
+      return true
+    }
+  }
+
   /// Removes the earliest timer due by `target`, moving `now` to its deadline; when none is
-  /// due, moves `now` to `target`.
+  /// due, moves `now` to `target`. A run already flying comes first: it started at an instant
+  /// already reached, and the timers due at that instant after it wait for it, as they wait for
+  /// the runs of a timer's work.
   mutating func popDue(by target: ManualClock.Instant) -> Timer? {
+    if let flight = timers.firstIndex(where: { timer in
+      if case .flight = timer.wakeup { return true }
+      return false
+    }) {
+      return timers.remove(at: flight)
+    }
     let earliest = timers.indices.min { lhs, rhs in
       (timers[lhs].deadline, timers[lhs].id) < (timers[rhs].deadline, timers[rhs].id)
     }

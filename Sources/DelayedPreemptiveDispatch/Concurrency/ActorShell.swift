@@ -38,6 +38,21 @@ extension ActorShell {
     return ticket
   }
 
+  /// Submits `work` for `id`'s line at `now`, an instant read from ``timeline`` before: for
+  /// `combine`, whose merge and submission must see the same instant (T7). Not the body of
+  /// ``submit(_:_:work:)``: calling through it there cost the keyed actor's submission about
+  /// 240 instructions (`actor-arm`, scripts/instructions.sh).
+  @inlinable
+  func submit(
+    _ id: LineID, _ delay: RequestedDelay, work: Lines.Work?, at now: TimelineInstant
+  ) -> DelayTicket {
+    var effects = BurstEffects()
+    let ticket = driver.delay(id, delay, now: now, work: work, owner: self, effects: &effects)
+    perform(effects, of: id)
+    if effects.workersToStart > 0 { awaitRunsOnClock() }
+    return ticket
+  }
+
   /// Performs `effects` with the one interpreter: each worker is a task; then the waiters whose
   /// condition now holds resume. With `cancelsRunningTask`, an event that made `id`'s running
   /// run stale cancels its task.
@@ -86,12 +101,14 @@ extension ActorShell {
   // MARK: - Workers
 
   /// Starts a worker task: it takes batches of ready runs and runs them one after another,
-  /// holding the actor weakly between batches, until none is left.
+  /// holding the actor weakly between batches, until none is left. On a clock that tracks runs
+  /// (`ManualClock`), the clock starts it, so that its next `advance` awaits a run that a
+  /// submission started as it awaits a timer's, and goes on while that run sleeps on it (T5).
   @inlinable
   func startWorker() {
     let owner = ObjectIdentifier(self)
     let task = self.task
-    Task { [weak self] in
+    let worker: @Sendable () async -> Void = { [weak self] in
       var finished: [LineID] = []
       while let next = await self?.nextRuns(finishing: finished), !next.runs.isEmpty {
         finished.removeAll(keepingCapacity: true)
@@ -105,6 +122,11 @@ extension ActorShell {
           finished.append(id)
         }
       }
+    }
+    if let tracker = timer.runTracker {
+      tracker.startRun(worker)
+    } else {
+      Task(operation: worker)
     }
   }
 
@@ -131,17 +153,22 @@ extension ActorShell {
 
   // MARK: - The timer
 
-  /// Runs started by a submission: a test clock's next `advance` waits for them (T5).
+  /// Runs started by a submission: a test clock's next `advance` waits for them (T5). A clock
+  /// that tracks runs knows them already, through their workers (``startWorker()``).
   @usableFromInline
   func awaitRunsOnClock() {
+    guard timer.runTracker == nil else { return }
     timer.awaitOnClock { [weak self] in await self?.wait(until: .runsDrained) }
   }
 
   /// The instance's timer named `generation` fired: ends the due bursts, then returns once
   /// every run decided so far has returned (so that a test clock's `advance` waits for them).
+  /// On a clock that tracks runs, it returns at once: the clock awaits the workers it started
+  /// (``startWorker()``) by itself, and goes on while one sleeps on it.
   @inlinable
   func timerFired(generation: UInt64) async {
     perform(driver.timerFired(at: timeline.now(), generation: generation))
+    guard timer.runTracker == nil else { return }
     await wait(until: .runsDrained)
   }
 

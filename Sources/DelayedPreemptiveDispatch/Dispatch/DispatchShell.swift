@@ -71,10 +71,12 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
     guard let combine, let work else { return submit(id, delay, work: work) }
     return gated {
       // The value taken out goes into the merge without a copy left behind, so that an
-      // appending `combine` grows it in place.
+      // appending `combine` grows it in place. One reading of the clock for both: a burst that
+      // is due keeps its value, and the submission ends it first (T7).
+      let now = timer.now()
       let merged = Driver.merge(
-        work, into: state.withLock { $0.driver.takeValueToCombine(id) }, with: combine)
-      return submit(id, delay, work: merged)
+        work, into: state.withLock { $0.driver.takeValueToCombine(id, at: now) }, with: combine)
+      return submit(id, delay, work: merged, now: now)
     }
   }
 
@@ -87,7 +89,13 @@ final class DispatchShell<Lines: BurstLines>: TicketOwner {
 
   @inlinable @inline(__always)
   func submit(_ id: LineID, _ delay: RequestedDelay, work: Work?) -> DelayTicket {
-    let now = timer.now()
+    submit(id, delay, work: work, now: timer.now())
+  }
+
+  @inlinable @inline(__always)
+  func submit(_ id: LineID, _ delay: RequestedDelay, work: Work?, now: TimelineInstant)
+    -> DelayTicket
+  {
     var effects = BurstEffects()
     let ticket = state.withLock { state in
       let ticket = state.driver.delay(

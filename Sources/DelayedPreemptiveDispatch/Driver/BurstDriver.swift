@@ -109,7 +109,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     guard let position = lines.position(of: id) else {
       return start(id, at: now, until: requested, work: work, owner: owner, effects: &effects)
     }
-    guard rules.maxSubmissions == nil, lines[at: position].isPending else {
+    guard rules.maxSubmissions == nil, lines[at: position].joins(at: now) else {
       return submit(
         id, at: position, now: now, until: requested, work: work, owner: owner,
         effects: &effects)
@@ -140,12 +140,13 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   /// With `combine`: takes the value of `id`'s pending burst out, for the shell to merge the
   /// next submission into with ``merge(_:into:with:)`` where no lock that workers need is held
   /// (the GCD shells, under their gate; the actors, in their isolation); the shell then submits
-  /// the merged value before anything can end the burst. `nil` when the line has no burst to
-  /// merge into.
+  /// the merged value, at the same `now`, before anything can end the burst. `nil` when the
+  /// line has no burst to merge into, or its burst is due at `now` (the submission ends it
+  /// first, with its own value: T7).
   @inlinable
-  mutating func takeValueToCombine(_ id: LineID) -> Work? {
+  mutating func takeValueToCombine(_ id: LineID, at now: TimelineInstant) -> Work? {
     guard let position = lines.position(of: id) else { return nil }
-    return lines[at: position].takeValueToCombine()
+    return lines[at: position].takeValueToCombine(at: now)
   }
 
   /// The `combine` rule, for every shell: the value taken out of the pending burst with
@@ -175,11 +176,22 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   }
 
   /// A submission that starts a burst of a line with state, or may end one (`maxSubmissions`).
+  /// A burst already due at `now`, whose timer is late, ends first, as that timer would have
+  /// ended it (T7); the submission then starts the next burst.
   @inlinable @inline(never)
   mutating func submit(
     _ id: LineID, at position: Int, now: TimelineInstant, until requested: TimelineInstant,
     work: Work?, owner: AnyObject, effects: inout BurstEffects
   ) -> DelayTicket {
+    var position = position
+    if let ending = lines[at: position].endBurstDue(by: now, rules: rules) {
+      end(ending, of: id, at: position, &effects)
+      // A keyed line with nothing left to run is dropped: the submission starts it afresh.
+      guard let kept = lines.position(of: id) else {
+        return start(id, at: now, until: requested, work: work, owner: owner, effects: &effects)
+      }
+      position = kept
+    }
     let hadTimer = lines[at: position].liveTimerGeneration != nil
     let submission = lines[at: position].submit(
       at: now, until: requested, work: work, rules: rules, ids: &book.ids, owner: owner)

@@ -99,6 +99,19 @@ struct BurstLine<Work: Sendable>: Sendable {
     return (ticket, timer, endsNow)
   }
 
+  /// Whether a submission at `now` joins the pending burst: one is pending and not yet due.
+  @inlinable
+  func joins(at now: TimelineInstant) -> Bool {
+    machine.joins(at: now)
+  }
+
+  /// Ends the pending burst if it is due by `now` and its timer has not fired yet, as that
+  /// timer would have (T7); `nil` when no burst is due.
+  @inlinable
+  mutating func endBurstDue(by now: TimelineInstant, rules: BurstRules) -> BurstEnding<Work>? {
+    machine.endBurstDue(by: now, rules: rules).map { ended($0.0, $0.1) }
+  }
+
   /// Ends the pending burst that a submission made due at `now`
   /// (``join(at:until:work:rules:ids:preempted:)`` said `endsNow`).
   @inlinable
@@ -149,10 +162,10 @@ struct BurstLine<Work: Sendable>: Sendable {
 
   /// With `combine`: takes the pending burst's value out, for the shell to merge the next
   /// submission into; `nil` when nothing is pending or the burst has only its leading
-  /// submission (the trailing value starts afresh).
+  /// submission (the trailing value starts afresh), or is due at `now`.
   @inlinable
-  mutating func takeValueToCombine() -> Work? {
-    machine.takeValueToCombine()
+  mutating func takeValueToCombine(at now: TimelineInstant) -> Work? {
+    machine.takeValueToCombine(at: now)
   }
 
   /// Brings `record` up to date if it belongs to the pending burst.

@@ -129,9 +129,12 @@ where C.Duration == Duration {
     _ key: Key, _ delay: RequestedDelay, combining value: Value,
     with combine: (inout Value, Value) -> Void
   ) -> DelayTicket {
+    // One reading of the clock for both: a burst that is due keeps its value, and the
+    // submission ends it first (T7).
+    let now = timeline.now()
     let merged = BurstDriver<Lines>.merge(
-      value, into: driver.takeValueToCombine(key), with: combine)
-    return submit(key, delay, work: merged)
+      value, into: driver.takeValueToCombine(key, at: now), with: combine)
+    return submit(key, delay, work: merged, at: now)
   }
 
   /// Ends the key's pending burst without running it; a task that already started runs on.

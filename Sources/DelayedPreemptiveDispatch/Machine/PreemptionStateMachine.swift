@@ -144,9 +144,12 @@ struct PreemptionStateMachine<Work> {
   /// `nil` when nothing is pending or the burst has only its leading submission (the trailing
   /// value starts afresh). The machine has no value until the next submission gives it the
   /// merged one.
+  ///
+  /// A burst already due at `now` keeps its value: the submission ends it first (T7), so the
+  /// merge starts afresh.
   @inlinable
-  mutating func takeValueToCombine() -> Work? {
-    guard let burst, burst.hasTrailingSubmission else { return nil }
+  mutating func takeValueToCombine(at now: TimelineInstant) -> Work? {
+    guard let burst, burst.hasTrailingSubmission, now < due(burst) else { return nil }
     return lastWork.take()
   }
 
@@ -157,6 +160,28 @@ struct PreemptionStateMachine<Work> {
     max(burst.deadline, nextRunStart)
   }
 
+  /// Whether a submission at `now` joins the pending burst: one is pending and not yet due
+  /// (T7). Otherwise the submission first ends a burst that is due
+  /// (``endBurstDue(by:rules:)``), then starts a new one.
+  @inlinable
+  func joins(at now: TimelineInstant) -> Bool {
+    guard let burst else { return false }
+    return now < due(burst)
+  }
+
+  /// Ends the pending burst if it is due by `now` but no timer has ended it yet (the timer is
+  /// late): it ends exactly as its timer firing at its due instant would have ended it, with
+  /// its own task or value, and the spacing counts from that instant (T7). Every submission
+  /// does this first, so what runs, and when, depends only on when submissions arrive, never on
+  /// how late a timer fires. `nil` when no burst is due.
+  @inlinable
+  mutating func endBurstDue(by now: TimelineInstant, rules: BurstRules) -> (Work?, BurstEnd)? {
+    guard let burst, due(burst) <= now,
+      case .ended(let work, let end) = endWithRun(burst, at: due(burst), rules: rules)
+    else { return nil }
+    return (work, end)
+  }
+
   /// Whether the spacing has passed by `now` since the previous run's start.
   @inlinable
   func spacingAllowsRun(at now: TimelineInstant) -> Bool {
@@ -165,11 +190,15 @@ struct PreemptionStateMachine<Work> {
 
   /// A submission at `now` that asks to run no earlier than `requested`; an instant before
   /// `now` means "due now". A burst that is due at `now` ends at once (T5).
+  ///
+  /// - Precondition: no pending burst is due by `now`: the submission has ended it first
+  ///   (``endBurstDue(by:rules:)``, T7).
   @inlinable @inline(__always)
   mutating func delay(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
     ids: inout BurstIDs
   ) -> DelayAction {
+    assert(burst.map { now < due($0) } ?? true, "a submission joined a burst already due")
     if let work { lastWork = work }
     guard lastWork != nil else { return .rejected }
     let seq = ids.nextSequence()
@@ -208,7 +237,8 @@ struct PreemptionStateMachine<Work> {
   /// submission made the burst due at `now`: the caller then ends it with
   /// ``endDueBurst(at:rules:)`` (no timer was armed for it).
   ///
-  /// - Precondition: a burst is pending, and `rules.maxSubmissions` is `nil`.
+  /// - Precondition: a burst is pending and not yet due (``joins(at:)``), and
+  ///   `rules.maxSubmissions` is `nil`.
   @inlinable @inline(__always)
   mutating func join(
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
@@ -262,7 +292,8 @@ struct PreemptionStateMachine<Work> {
     // The burst it was armed for ended: nothing to do, and nothing in flight any more.
     guard let burst else { return .stale }
     if now < due(burst) { return .rearm(arm(due(burst), ids: &ids)) }
-    return endWithRun(burst, at: now, rules: rules)
+    // A late timer ends the burst as of its due instant, as a submission would (T7).
+    return endWithRun(burst, at: due(burst), rules: rules)
   }
 
   /// Ends the pending burst, which a submission made due at `now` (see

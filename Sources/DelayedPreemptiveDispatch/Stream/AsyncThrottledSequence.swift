@@ -6,7 +6,9 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// With `latest: true` this is `debounced(for: .zero, options: .throttle(interval), clock:)`:
   /// the same bursts and timer as ``debounced(for:options:clock:)``, with emissions at least
   /// `interval` apart (``DelayOptions/minimumSpacing``). An interval's element is emitted by
-  /// the timer at the interval's end, never later, even when no further element arrives.
+  /// the timer at the interval's end, even when no further element arrives; an element that
+  /// arrives after the interval's end, before a late timer has fired, emits it first and opens
+  /// the next interval (rule T7 of the article "Throttling").
   ///
   /// ```swift
   /// for await reading in sensor.values.throttled(for: .milliseconds(100), clock: clock) {

@@ -142,7 +142,7 @@ struct DebounceState<Element: Sendable>: Sendable {
   ) -> Bool {
     guard case .reading = phase else { return false }
     var work = element
-    if keepsFirst, let first = driver.takeValueToCombine(Lines.LineID()) { work = first }
+    if keepsFirst, let first = driver.takeValueToCombine(Lines.LineID(), at: now) { work = first }
     _ = driver.delay(
       Lines.LineID(), .nanoseconds(interval), now: now, work: work, owner: owner,
       effects: &effects.burst)

@@ -10,9 +10,14 @@ import Dispatch
 @usableFromInline
 struct ClockTimer<C: Clock>: BurstTimer where C.Duration == Duration {
   @usableFromInline let timeline: ClockTimeline<C>
+  /// The clock as a ``RunTrackingClock``, when it is one (`ManualClock`): the actors start their
+  /// workers through it, so that it awaits a run a submission started as a timer's work (T5).
+  /// Kept here, not in ``timeline``, which the submission path reads inline.
+  @usableFromInline let runTracker: (any RunTrackingClock)?
 
   init(clock: C) {
     timeline = ClockTimeline(clock: clock)
+    runTracker = clock as? any RunTrackingClock
   }
 
   @usableFromInline

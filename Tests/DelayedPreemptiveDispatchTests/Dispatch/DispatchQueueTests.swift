@@ -24,24 +24,26 @@ import Testing
   // MARK: Fixes of the original design
 
   /// Fix 2: a `delay` after the timer expired but before the task ran is neither lost nor run
-  /// at once: it joins the burst, and the timer re-arms for the new deadline.
-  @Test func delayBetweenTimerExpiryAndRunJoinsBurst() async {
+  /// at once. Its burst was due, so it ends that burst first, as the timer does (rule T7):
+  /// `A` runs, and `B` waits its own half second.
+  @Test func delayBetweenTimerExpiryAndRunRunsTheDueBurstFirst() async {
     let gate = DispatchQueue(label: "gate")
     let blocked = DispatchSemaphore(value: 0)
     gate.async { blocked.wait() }
     let queue = makeQueue(target: gate)
-    queue.delay(1, task: task("A"))
+    let first = queue.delay(1, task: task("A"))
     let advancing = Task { await clock.advance(by: .seconds(1)) }
     while clock.now.offset < .seconds(1) { await Task.yield() }
-    // The timer has expired; its callback waits behind `gate`.
+    // The timer has expired; the run waits behind `gate`.
     let late = queue.delay(0.5, task: task("B"))
     blocked.signal()
     await advancing.value
-    #expect(ran.elements.isEmpty)
+    #expect(ran.elements == ["A"])
+    #expect(await first.outcome == .executed)
     await clock.advance(by: .milliseconds(499))
-    #expect(ran.elements.isEmpty)
+    #expect(ran.elements == ["A"])
     await clock.advance(by: .milliseconds(1))
-    #expect(ran.elements == ["B"])
+    #expect(ran.elements == ["A", "B"])
     #expect(await late.outcome == .executed)
   }
 

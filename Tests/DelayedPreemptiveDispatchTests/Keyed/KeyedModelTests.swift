@@ -54,6 +54,12 @@ import Testing
         harness.flushAll()
         for index in models.indices { models[index].endBurst(running: true, at: models[index].now) }
         operation = "flushAll()"
+      case 71..<78:
+        // Time moves, and the timers due on the way are late (T7).
+        let elapsed = Int64.random(in: 0...1_500, using: &random)
+        harness.hold(by: elapsed)
+        for index in models.indices { models[index].hold(by: elapsed) }
+        operation = "hold(\(elapsed))"
       default:
         let elapsed = Int64.random(in: 0...1_500, using: &random)
         harness.advance(by: elapsed)

@@ -10,12 +10,14 @@ import Testing
     var driver = BurstDriver<KeyedLines<Int, String>>(options: DelayOptions())
     let owner = HarnessOwner()
     let second = MachineHarness.tick(1_000)
+    // Due at 2 s, so that the submission at 1 s preempts it (one due by then would end: T7).
     let (first, _) = driver.delay(
-      1, .nanoseconds(1_000), now: MachineHarness.tick(0), work: "a", owner: owner)
+      1, .nanoseconds(2_000_000_000), now: MachineHarness.tick(0), work: "a", owner: owner)
     let record = try #require(first.record?.0)
     let waiter = Task { await first.outcome }
     while record.withLock({ $0.waiters.isEmpty }) { await Task.yield() }
-    let (_, effects) = driver.delay(1, .nanoseconds(1_000), now: second, work: "b", owner: owner)
+    let (_, effects) = driver.delay(
+      1, .nanoseconds(2_000_000_000), now: second, work: "b", owner: owner)
     #expect(record.withLock { $0.waiters.count } == 1)
     #expect(effects.preempted === record)
     effects.perform(

@@ -45,19 +45,34 @@ import Testing
       return max(deadline, nextRunStart)
     }
 
-    /// Runs `work` for submission `seq` at `instant`; its ticket resolves once it has run.
+    /// Runs `work` for submission `seq` at `instant`; its ticket resolves once it has run. An
+    /// instant already past (a burst that a late timer or a submission ended at its due
+    /// instant, T7) runs now, but the spacing counts from `instant`.
     mutating func run(_ work: String, at instant: Int64, seq: UInt64) {
       if let spacing { nextRunStart = instant + spacing }
       if instant > now || !waitingRuns.isEmpty {
         let start = max(instant, waitingRuns.last?.run.at ?? instant)
         waitingRuns.append((.init(work: work, at: start), seq))
       } else {
-        runs.append(.init(work: work, at: instant))
+        runs.append(.init(work: work, at: now))
         outcomes[seq] = .executed
       }
     }
 
+    /// A burst due by now whose timer has not fired (after ``hold(by:)``) ends at its due
+    /// instant, before anything else happens at now (T7).
+    mutating func endBurstDue() {
+      guard let current = burst, deadline(of: current) <= now else { return }
+      endBurst(running: true, at: deadline(of: current))
+    }
+
+    /// Time moves on, and no timer fires: they are late until the next ``advance(by:)``.
+    mutating func hold(by milliseconds: Int64) {
+      now += max(milliseconds, 0)
+    }
+
     mutating func delay(_ milliseconds: Int64, _ work: String?) {
+      endBurstDue()
       if let work { lastWork = work }
       guard let lastWork else { return }
       let seq = nextSeq
@@ -105,12 +120,14 @@ import Testing
       }
     }
 
+    /// Moves time on, ending the burst at its due instant on the way; what a held time made
+    /// late runs first, at the current time.
     mutating func advance(by milliseconds: Int64) {
       let target = now + max(milliseconds, 0)
       if let current = burst, deadline(of: current) <= target {
         let due = deadline(of: current)
         startWaitingRuns(by: due)
-        now = due
+        now = max(now, due)
         endBurst(running: true, at: due)
       }
       startWaitingRuns(by: target)
@@ -120,7 +137,7 @@ import Testing
     mutating func startWaitingRuns(by instant: Int64) {
       while let first = waitingRuns.first, first.run.at <= instant {
         waitingRuns.removeFirst()
-        runs.append(first.run)
+        runs.append(.init(work: first.run.work, at: max(first.run.at, now)))
         outcomes[first.seq] = .executed
       }
     }
@@ -162,6 +179,12 @@ import Testing
         harness.flush()
         model.endBurst(running: true, at: model.now)
         operation = "flush()"
+      case 68..<76:
+        // Time moves, and the timers due on the way are late (T7).
+        let elapsed = Int64.random(in: 0...1_500, using: &random)
+        harness.hold(by: elapsed)
+        model.hold(by: elapsed)
+        operation = "hold(\(elapsed))"
       default:
         let elapsed = Int64.random(in: 0...1_500, using: &random)
         harness.advance(by: elapsed)

@@ -51,7 +51,8 @@ struct DriverHarness<Lines: BurstLines> where Lines.Work == String {
     perform(driver.flushAll(at: Self.instant(now)))
   }
 
-  /// Moves time to `now + milliseconds`, firing every timer due on the way, in order.
+  /// Moves time to `now + milliseconds`, firing every timer due on the way, in order; a timer
+  /// already due (after ``hold(by:)``) fires first, late, at the current time.
   mutating func advance(by milliseconds: Int64) {
     let target = now + max(milliseconds, 0)
     while let index = timers.indices.min(by: { timers[$0].deadline < timers[$1].deadline }),
@@ -59,9 +60,15 @@ struct DriverHarness<Lines: BurstLines> where Lines.Work == String {
     {
       let timer = timers.remove(at: index)
       now = max(now, Int64(timer.deadline.nanoseconds / 1_000_000))
-      perform(driver.timerFired(at: timer.deadline, generation: timer.generation))
+      perform(driver.timerFired(at: Self.instant(now), generation: timer.generation))
     }
     now = target
+  }
+
+  /// Moves time to `now + milliseconds` and fires nothing: the timers due on the way are late,
+  /// and fire at the next ``advance(by:)`` (rule T7).
+  mutating func hold(by milliseconds: Int64) {
+    now += max(milliseconds, 0)
   }
 
   /// Performs `effects` with the shells' own interpreter; a worker runs the runs it takes at

@@ -78,4 +78,9 @@ struct MachineHarness {
   mutating func advance(by milliseconds: Int64) {
     harness.advance(by: milliseconds)
   }
+
+  /// Moves time to `now + milliseconds` without firing the timers due on the way.
+  mutating func hold(by milliseconds: Int64) {
+    harness.hold(by: milliseconds)
+  }
 }

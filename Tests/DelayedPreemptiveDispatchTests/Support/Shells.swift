@@ -18,12 +18,13 @@ enum ShellKind: String, CaseIterable, Sendable, CustomStringConvertible {
   /// The shells whose tasks run in Swift concurrency.
   static var actors: [ShellKind] { [.actor, .keyedActor] }
 
-  /// Makes the shell on `clock`; every task it runs appends its name to `ran`.
-  func make(
-    clock: ManualClock, options: DelayOptions = DelayOptions(), cancelsRunningTask: Bool = false,
+  /// Makes the shell on `clock` (a `ManualClock`, or a test clock of a suite's own); every task
+  /// it runs appends its name to `ran`.
+  func make<C: Clock>(
+    clock: C, options: DelayOptions = DelayOptions(), cancelsRunningTask: Bool = false,
     initialTask: String? = nil, ran: Recorder<String>,
     body: (@Sendable (String) async -> Void)? = nil
-  ) -> Shell {
+  ) -> Shell where C.Duration == Duration {
     let run: @Sendable (String) async -> Void = { name in
       if let body { await body(name) } else { ran.append(name) }
     }
@@ -64,7 +65,7 @@ enum ShellKind: String, CaseIterable, Sendable, CustomStringConvertible {
         cancel: { keyed.cancel(0) }, flush: { keyed.flush(0) }, isPending: { keyed.isPending(0) },
         wait: { await Self.settle { keyed.wait(timeout: $0) } })
     case .keyedActor:
-      let keyed = KeyedDelayedPreemptiveActor<Int, String, ManualClock>(
+      let keyed = KeyedDelayedPreemptiveActor<Int, String, C>(
         clock: clock, options: options, cancelsRunningTask: cancelsRunningTask
       ) { _, name in await run(name) }
       return Shell(

@@ -2,8 +2,10 @@ import DelayedPreemptiveDispatch
 import DelayedPreemptiveDispatchTesting
 import Testing
 
-/// `ManualClock` itself: ordering, awaiting scheduled work, sleeping and cancellation.
-@Suite struct ManualClockTests {
+/// `ManualClock` itself: ordering, awaiting scheduled work, sleeping and cancellation. The time
+/// limit turns a sleep or an `advance` that never returns into a failure: a sleep throws when
+/// the limit cancels the test.
+@Suite(.timeLimit(.minutes(1))) struct ManualClockTests {
   let clock = ManualClock()
   let log = Recorder<String>()
 
@@ -64,6 +66,9 @@ import Testing
   @Test func sleepUntilPastInstantReturnsAtOnce() async throws {
     await clock.advance(by: .seconds(1))
     try await clock.sleep(until: .init(offset: .milliseconds(500)))
+    try await clock.sleep(until: .init(offset: .seconds(1)))
+    #expect(clock.now.offset == .seconds(1))
+    #expect(clock.pendingTimerCount == 0)
   }
 
   @Test func dueWorkSleepingOnTheClockResumesWithinTheSameAdvance() async {
