@@ -37,7 +37,7 @@ struct AdapterTimer: Sendable {
   init(maxWait: Duration?) {
     driver = BurstDriver(
       options: DelayOptions(deadlinePolicy: .restart, maxWait: maxWait), maxConcurrentTasks: 1,
-      keepsLastWork: true, tracking: .none, instance: "AdapterTimer")
+      keepsLastWork: true, tracking: .none, joinsDueBurst: true, instance: "AdapterTimer")
     driver.installLine(Self.line, work: ())
   }
 

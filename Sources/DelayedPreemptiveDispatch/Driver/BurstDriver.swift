@@ -48,14 +48,15 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
   init(
     options: DelayOptions, maxConcurrentTasks: Int? = nil, cancelsStaleRuns: Bool = false,
     keepsEveryValue: Bool = false, keepsLastWork: Bool = false,
-    tracking: TicketLedger.Tracking = .always, instance: String = "BurstDriver"
+    tracking: TicketLedger.Tracking = .always, joinsDueBurst: Bool = false,
+    instance: String = "BurstDriver"
   ) {
     if let maxConcurrentTasks {
       requireArgument(
         maxConcurrentTasks >= 1,
         "\(instance): maxConcurrentTasks must be at least 1, got \(maxConcurrentTasks)")
     }
-    rules = BurstRules(options)
+    rules = BurstRules(options, joinsDueBurst: joinsDueBurst)
     workerLimit = maxConcurrentTasks ?? 64
     self.cancelsStaleRuns = cancelsStaleRuns
     self.keepsEveryValue = keepsEveryValue
@@ -109,7 +110,7 @@ struct BurstDriver<Lines: BurstLines>: Sendable {
     guard let position = lines.position(of: id) else {
       return start(id, at: now, until: requested, work: work, owner: owner, effects: &effects)
     }
-    guard rules.maxSubmissions == nil, lines[at: position].joins(at: now) else {
+    guard rules.maxSubmissions == nil, lines[at: position].joins(at: now, rules: rules) else {
       return submit(
         id, at: position, now: now, until: requested, work: work, owner: owner,
         effects: &effects)

@@ -99,10 +99,11 @@ struct BurstLine<Work: Sendable>: Sendable {
     return (ticket, timer, endsNow)
   }
 
-  /// Whether a submission at `now` joins the pending burst: one is pending and not yet due.
+  /// Whether a submission at `now` joins the pending burst: one is pending and not yet due
+  /// (or pending at all, with ``BurstRules/joinsDueBurst``).
   @inlinable
-  func joins(at now: TimelineInstant) -> Bool {
-    machine.joins(at: now)
+  func joins(at now: TimelineInstant, rules: BurstRules) -> Bool {
+    machine.joins(at: now, rules: rules)
   }
 
   /// Ends the pending burst if it is due by `now` and its timer has not fired yet, as that

@@ -13,11 +13,17 @@ struct BurstRules: Sendable {
   @usableFromInline let maxSubmissions: UInt32?
   /// `minimumSpacing` in nanoseconds; `nil` for none (also for zero).
   @usableFromInline let minimumSpacingNanoseconds: Int64?
+  /// Whether a submission that finds its burst already due joins it, and so ends it, instead
+  /// of ending it first and starting the next (T7). Only an adapter's timer line
+  /// (``AdapterTimer``) asks for it: an event that comes as its round is due belongs to that
+  /// round, as the adapters' rules have always said; every public type follows T7.
+  @usableFromInline let joinsDueBurst: Bool
 
   /// - Precondition: `options.maxSubmissions`, when given, is at least 1, and
   ///   `options.minimumSpacing` is not negative.
   @usableFromInline
-  init(_ options: DelayOptions) {
+  init(_ options: DelayOptions, joinsDueBurst: Bool = false) {
+    self.joinsDueBurst = joinsDueBurst
     if let maxSubmissions = options.maxSubmissions {
       DelayOptions.requireValid(maxSubmissions: maxSubmissions)
     }

@@ -161,12 +161,13 @@ struct PreemptionStateMachine<Work> {
   }
 
   /// Whether a submission at `now` joins the pending burst: one is pending and not yet due
-  /// (T7). Otherwise the submission first ends a burst that is due
-  /// (``endBurstDue(by:rules:)``), then starts a new one.
+  /// (T7), or, for the rules that ask for it (``BurstRules/joinsDueBurst``), pending at all.
+  /// Otherwise the submission first ends a burst that is due (``endBurstDue(by:rules:)``), then
+  /// starts a new one.
   @inlinable
-  func joins(at now: TimelineInstant) -> Bool {
+  func joins(at now: TimelineInstant, rules: BurstRules) -> Bool {
     guard let burst else { return false }
-    return now < due(burst)
+    return now < due(burst) || rules.joinsDueBurst
   }
 
   /// Ends the pending burst if it is due by `now` but no timer has ended it yet (the timer is
@@ -176,7 +177,7 @@ struct PreemptionStateMachine<Work> {
   /// how late a timer fires. `nil` when no burst is due.
   @inlinable
   mutating func endBurstDue(by now: TimelineInstant, rules: BurstRules) -> (Work?, BurstEnd)? {
-    guard let burst, due(burst) <= now,
+    guard !rules.joinsDueBurst, let burst, due(burst) <= now,
       case .ended(let work, let end) = endWithRun(burst, at: due(burst), rules: rules)
     else { return nil }
     return (work, end)
@@ -198,7 +199,9 @@ struct PreemptionStateMachine<Work> {
     at now: TimelineInstant, until requested: TimelineInstant, work: Work?, rules: BurstRules,
     ids: inout BurstIDs
   ) -> DelayAction {
-    assert(burst.map { now < due($0) } ?? true, "a submission joined a burst already due")
+    assert(
+      rules.joinsDueBurst || burst.map { now < due($0) } ?? true,
+      "a submission joined a burst already due")
     if let work { lastWork = work }
     guard lastWork != nil else { return .rejected }
     let seq = ids.nextSequence()
