@@ -41,7 +41,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// treated as lost. It throws only for what retrying cannot heal, after the handlers in
   /// flight have finished: ``PostgresDelayedPreemptiveQueueError/newerSchema(found:supported:)``,
   /// and ``PostgresDelayedPreemptiveQueueError/databaseError(operation:sqlState:reason:)`` for
-  /// a schema that was never migrated (`42P01`) or a missing permission (`42501`). A connection
+  /// a schema that was never migrated (`42883` or `42P01`) or a missing permission (`42501`). A connection
   /// refused for its password or database name is retried like an outage, and logged with the
   /// server's reason, so that an operator can fix it while the worker waits.
   ///
