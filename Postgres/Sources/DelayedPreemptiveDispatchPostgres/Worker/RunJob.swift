@@ -171,19 +171,19 @@ extension Worker {
     case .gaveWay?:
       queue.metrics.retried.increment()
       logger.info(
-        "handler threw; the later burst of its key, with a newer value, runs next: \(error)",
+        "handler threw; the later burst of its key, with a newer value, runs next: \(keyless(error))",
         metadata: ["dpd.attempt": "\(burst.attempt)"])
       logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
     case .kept?:
       queue.metrics.failed.increment()
       logger.warning(
-        "burst kept as failed after \(burst.attempt) runs: \(error)",
+        "burst kept as failed after \(burst.attempt) runs: \(keyless(error))",
         metadata: ["dpd.attempts": "\(burst.attempt)"])
       logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
     case .retried?:
       queue.metrics.retried.increment()
       logger.info(
-        "handler threw; retrying with backoff: \(error)",
+        "handler threw; retrying with backoff: \(keyless(error))",
         metadata: ["dpd.attempt": "\(burst.attempt)"])
       logger.debug("retry", metadata: ["dpd.key": "\(burst.key)"])
     }
@@ -207,7 +207,7 @@ extension Worker {
   ) {
     queue.metrics.defect(in: statement)
     let message =
-      "the database refused \(statement), a defect of this package: \(error); the run's end is "
+      "the database refused \(statement), a defect of this package: \(keyless(error)); the run's end is "
       + "not recorded, and its burst runs again once its lease runs out"
     logger.error(
       "\(message)",
