@@ -64,6 +64,9 @@ struct PostgresKeyLogTests {
     for message in ["burst kept as failed", "retrying with backoff", "took over a burst"] {
       #expect(lines.contains { $0.level > .debug && $0.message.contains(message) }, "\(lines)")
     }
+    // One run, not "1 runs": the value that does not decode is kept after its first.
+    #expect(lines.contains { $0.message.hasPrefix("burst kept as failed after 1 run: ") })
+    #expect(lines.contains { $0.message.hasPrefix("burst kept as failed after 2 runs: ") })
     for key in [kept, retried, undecodable, taken] {
       #expect(lines.contains { $0.level == .debug && "\($0)".contains(key) }, "\(key): \(lines)")
     }
