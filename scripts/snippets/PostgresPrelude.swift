@@ -27,3 +27,11 @@ let client = PostgresClient(configuration: configuration)
 /// The queue that snippets continue from.
 let reindex = PostgresDelayedPreemptiveQueue<Edit>(
   client: client, configuration: configuration, name: "reindex")
+/// The queue that doc comments' snippets call `queue`.
+let queue = reindex
+
+/// A document of the service, which a snippet submits by its id.
+struct Document: Sendable {
+  var id: String
+}
+let document = Document(id: documentID)
