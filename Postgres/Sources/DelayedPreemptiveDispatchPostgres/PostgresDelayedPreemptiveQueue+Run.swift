@@ -75,7 +75,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// ```swift
   /// try await queue.run(concurrency: 4) { run, connection in
   ///   try await connection.query(
-  ///     "UPDATE search_index SET body = \(run.value.body) WHERE id = \(run.key)", logger: logger)
+  ///     "UPDATE search_index SET body = \(run.value.text) WHERE id = \(run.key)", logger: logger)
   /// }   // the index row and the end of the burst commit together
   /// ```
   ///

@@ -15,7 +15,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// ```swift
   /// try await client.withTransaction(logger: logger) { connection in
   ///   try await connection.query(
-  ///     "UPDATE documents SET body = \(edit.body) WHERE id = \(documentID)", logger: logger)
+  ///     "UPDATE documents SET body = \(edit.text) WHERE id = \(documentID)", logger: logger)
   ///   try await reindex.delay(documentID, for: .seconds(2), value: edit, on: connection)
   /// }  // rolled back: no reindex; committed: one, 2 s after the last change
   /// ```
