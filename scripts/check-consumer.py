@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -151,9 +152,16 @@ def main() -> int:
         for command in commands:
             run(local(command), service)
         start = time.monotonic()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         run(["swift", "build"], service)
         seconds = time.monotonic() - start
-        print(f"The consumer package built in {seconds:.0f} s (from nothing: no build products reused).")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        print(
+            f"The consumer package built in {seconds:.0f} s wall and {cpu:.0f} s of CPU (user and "
+            f"system time of the build's processes; from nothing: no build products reused), on "
+            f"{os.cpu_count()} cores at load {os.getloadavg()[0]:.1f}."
+        )
         if server_url:
             run_service(service, server_url)
     finally:

@@ -37,7 +37,11 @@ the build log on success too. A cold run builds the library once more inside `.b
 
 The Postgres mode compiles the snippets that need the Postgres package: every Swift snippet of
 `Postgres/Sources/DelayedPreemptiveDispatchPostgres/DelayedPreemptiveDispatchPostgres.docc/*.md`
-that is not marked skip, and the snippets of the README and of the root DocC articles whose skip
+and of the doc comments (`///`) of `Postgres/Sources/DelayedPreemptiveDispatchPostgres/**/*.swift`
+that is not marked skip (in a doc comment, the marker is a `///` line of its own before the
+fence; a doc comment's snippet is compiled with the imports its module's sources have:
+DelayedPreemptiveDispatch, DelayedPreemptiveDispatchPostgres, Foundation, Logging, PostgresNIO,
+ServiceLifecycle), and the snippets of the README and of the root DocC articles whose skip
 marker says `(needs the Postgres package`. A marker that names the operations branch skips a
 snippet in both modes: it needs API that has not landed. The stubs are in
 `scripts/snippets/PostgresPrelude.swift`. Rather than build PostgresNIO and its dependencies
@@ -68,6 +72,13 @@ POSTGRES_CATALOG = (
     ROOT / "Postgres" / "Sources" / "DelayedPreemptiveDispatchPostgres"
     / "DelayedPreemptiveDispatchPostgres.docc"
 )
+# The Swift files whose doc comments' snippets the Postgres mode compiles, as it does the
+# articles': the library's public API, where DocC renders them.
+POSTGRES_DOC_COMMENTS = sorted(
+    (ROOT / "Postgres" / "Sources" / "DelayedPreemptiveDispatchPostgres").rglob("*.swift")
+)
+DOC_COMMENT_IMPORTS = ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchPostgres", "Foundation",
+                       "Logging", "PostgresNIO", "ServiceLifecycle"]
 POSTGRES_PRELUDE = ROOT / "scripts" / "snippets" / "PostgresPrelude.swift"
 POSTGRES_BUILD = ROOT / "Postgres" / ".build"
 # The flags of .ci/run's Postgres build and of scripts/build-docs-postgres.sh, so that nothing
@@ -106,10 +117,28 @@ def extract(path: Path) -> tuple[list[Snippet], int]:
     return snippets, skipped
 
 
+DOC_COMMENT = re.compile(r"^\s*/// ?(?P<text>.*)$")
+
+
+def doc_comment_lines(path: Path) -> list[str]:
+    """The doc comments of a Swift file as Markdown, line for line: each `///` line without its
+    slashes, every other line blank, so that a snippet keeps the line number it has in the
+    Swift file."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        match = DOC_COMMENT.match(line)
+        lines.append(match["text"] if match else "")
+    return lines
+
+
 def extract_all(path: Path) -> list[Snippet]:
-    """Returns every Swift snippet of one Markdown file, with its skip marker if it has one."""
+    """Returns every Swift snippet of one Markdown file, or of the doc comments of one Swift
+    file, with its skip marker if it has one."""
     snippets: list[Snippet] = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    if path.suffix == ".swift":
+        lines = doc_comment_lines(path)
+    else:
+        lines = path.read_text(encoding="utf-8").splitlines()
     index = 0
     previous = ""
     while index < len(lines):
@@ -145,6 +174,10 @@ def render(snippet: Snippet) -> str:
     at = lambda line: f'#sourceLocation(file: "{where}", line: {line})'
     code = [line.rstrip() for line in snippet.lines]
     out = [f"// {snippet.path.relative_to(ROOT)}, line {snippet.line}. Generated; do not edit."]
+    if snippet.path.suffix == ".swift":
+        # A doc comment is read where its symbol is: with the imports of the module's sources.
+        out += [f"import {module}" for module in DOC_COMMENT_IMPORTS]
+    header = len(out)
     if any(FILE_SCOPE.match(line) for line in code):
         out += [at(snippet.line)] + code + ["#sourceLocation()"]
         return "\n".join(out) + "\n"
@@ -155,7 +188,7 @@ def render(snippet: Snippet) -> str:
             body.append("")
         else:
             body.append(line)
-    if len(out) > 1:
+    if len(out) > header:
         out.append("#sourceLocation()")
     out += [
         f"func snippet_{snippet.name}() async throws {{",
@@ -215,8 +248,8 @@ def postgres_snippets() -> tuple[list[Snippet], int]:
     """The snippets that the Postgres mode compiles, and how many it skips."""
     snippets: list[Snippet] = []
     skipped = 0
-    for source in sorted(POSTGRES_CATALOG.glob("*.md")) + SOURCES:
-        in_catalog = source.parent == POSTGRES_CATALOG
+    for source in sorted(POSTGRES_CATALOG.glob("*.md")) + POSTGRES_DOC_COMMENTS + SOURCES:
+        in_catalog = source.parent == POSTGRES_CATALOG or source.suffix == ".swift"
         for snippet in extract_all(source):
             marker = snippet.skip or ""
             if PENDING_REASON in marker:

@@ -9,11 +9,12 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// One edit of a document: the value of a reindex burst.
+/// One edit of a document: the value of a reindex burst, as Getting Started declares it.
 struct Edit: Codable, Sendable, Hashable {
-  var body: String
+  var document: String
+  var text: String
 }
-let edit = Edit(body: "")
+let edit = Edit(document: "document-42", text: "")
 let documentID = "document-42"
 
 /// Reindexes a document, optionally fencing its write.
@@ -27,3 +28,11 @@ let client = PostgresClient(configuration: configuration)
 /// The queue that snippets continue from.
 let reindex = PostgresDelayedPreemptiveQueue<Edit>(
   client: client, configuration: configuration, name: "reindex")
+/// The queue that doc comments' snippets call `queue`.
+let queue = reindex
+
+/// A document of the service, which a snippet submits by its id.
+struct Document: Sendable {
+  var id: String
+}
+let document = Document(id: documentID)

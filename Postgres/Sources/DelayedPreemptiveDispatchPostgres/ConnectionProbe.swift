@@ -10,6 +10,7 @@ import PostgresNIO
 /// server or the network said (a refused connection fails the call with its reason, at once,
 /// not after `connectionTimeout`).
 ///
+/// <!-- snippet: skip (an internal type: DocC does not render its doc comment) -->
 /// ```swift
 /// let probe = ConnectionProbe(configuration: configuration)
 /// if let failure = await probe.failure(within: .seconds(2)) {

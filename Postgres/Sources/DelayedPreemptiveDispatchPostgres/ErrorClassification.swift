@@ -2,6 +2,12 @@
 package enum SQLState {
   /// `undefined_table`: the schema was never migrated in this database.
   package static let undefinedTable = "42P01"
+  /// `undefined_function`: the schema was never migrated in this database, met by a call of one
+  /// of the package's SQL functions (`dpd_submit`, `dpd_cancel`, …) before its table.
+  package static let undefinedFunction = "42883"
+  /// The SQLSTATEs that mean "this database was never migrated": whichever the server meets
+  /// first, a missing function or a missing table.
+  package static let notMigrated: Set<String> = [undefinedTable, undefinedFunction]
   /// `insufficient_privilege`: the role may not do what the statement asks.
   package static let insufficientPrivilege = "42501"
   /// `too_many_connections`: the server takes no more sessions for now.
@@ -35,7 +41,8 @@ extension PostgresDelayedPreemptiveQueueError {
     /// refused a lock (`55P03`): it was rolled back, and sending it again is safe.
     case conflict
     /// Retrying cannot heal it: a schema that is newer (``Schema/newerSchemaState``) or was
-    /// never migrated (`42P01`), a missing permission (`42501`). A worker stops.
+    /// never migrated (`42883` for a missing function, `42P01` for a missing table), a missing
+    /// permission (`42501`). A worker stops.
     case permanent
     /// The database refused the statement for the data it was given or computed (SQLSTATE
     /// classes 22 data exception, 23 integrity constraint, 54 program limit; and XX, internal):
@@ -53,7 +60,7 @@ extension PostgresDelayedPreemptiveQueueError {
         || sqlState == SQLState.tooManyConnections || sqlState == SQLState.readOnlyTransaction
       {
         self = .outage
-      } else if sqlState == Schema.newerSchemaState || sqlState == SQLState.undefinedTable
+      } else if sqlState == Schema.newerSchemaState || SQLState.notMigrated.contains(sqlState)
         || sqlState == SQLState.insufficientPrivilege
       {
         self = .permanent
@@ -102,7 +109,7 @@ extension PostgresDelayedPreemptiveQueueError {
   }
 
   /// Whether retrying cannot heal the error: a schema that is newer or was never migrated
-  /// (`42P01`), a missing permission (`42501`). A worker stops for these and retries everything
+  /// (`42883`, `42P01`), a missing permission (`42501`). A worker stops for these and retries everything
   /// else, a connection refused for its password or database name included (those are
   /// ``databaseUnreachable(host:port:reason:)``, with the server's reason): an operator may fix
   /// them while the worker waits.
@@ -118,6 +125,15 @@ extension PostgresDelayedPreemptiveQueueError {
 
   /// Whether waiting and sending the statement again can heal it (see ``Kind/isTransient``).
   var isTransient: Bool { kind.isTransient }
+
+  /// Whether the database refused the call because it was never migrated: SQLSTATE `42883`
+  /// (`undefined_function`, a call of one of the package's SQL functions such as `dpd_submit`)
+  /// or `42P01` (`undefined_table`), whichever the server meets first. Call
+  /// ``PostgresDelayedPreemptiveQueue/migrate()`` once and retry; a worker migrates as it
+  /// starts.
+  public var isNotMigrated: Bool {
+    sqlState.map(SQLState.notMigrated.contains) ?? false
+  }
 
   /// Whether the call was sent and may have been applied.
   var isUnconfirmed: Bool {

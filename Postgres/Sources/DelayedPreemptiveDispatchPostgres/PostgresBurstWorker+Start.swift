@@ -28,7 +28,7 @@ extension PostgresDelayedPreemptiveQueue {
           if try await migratedByAnotherRole(refusal: error, waiting: &waiting) { return }
           try await Task.sleep(for: waiting?.nextPause() ?? outageBackoff)
         default:
-          logger.error("worker stops: \(error)")
+          logger.error("worker stops: \(keyless(error))")
           throw error
         }
       }

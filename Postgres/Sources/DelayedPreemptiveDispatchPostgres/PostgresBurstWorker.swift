@@ -8,6 +8,9 @@ import ServiceLifecycle
 /// that is fresh, unmigrated or out of reach at start:
 ///
 /// ```swift
+/// import ServiceLifecycle
+/// import UnixSignals
+///
 /// let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 /// let reindex = PostgresDelayedPreemptiveQueue<Edit>(
 ///   client: client, configuration: configuration, name: "reindex", logger: logger)

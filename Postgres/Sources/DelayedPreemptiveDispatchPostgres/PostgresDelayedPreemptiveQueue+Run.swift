@@ -41,7 +41,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// treated as lost. It throws only for what retrying cannot heal, after the handlers in
   /// flight have finished: ``PostgresDelayedPreemptiveQueueError/newerSchema(found:supported:)``,
   /// and ``PostgresDelayedPreemptiveQueueError/databaseError(operation:sqlState:reason:)`` for
-  /// a schema that was never migrated (`42P01`) or a missing permission (`42501`). A connection
+  /// a schema that was never migrated (`42883` or `42P01`) or a missing permission (`42501`). A connection
   /// refused for its password or database name is retried like an outage, and logged with the
   /// server's reason, so that an operator can fix it while the worker waits.
   ///
@@ -75,7 +75,7 @@ extension PostgresDelayedPreemptiveQueue {
   /// ```swift
   /// try await queue.run(concurrency: 4) { run, connection in
   ///   try await connection.query(
-  ///     "UPDATE search_index SET body = \(run.value) WHERE id = \(run.key)", logger: logger)
+  ///     "UPDATE search_index SET body = \(run.value.text) WHERE id = \(run.key)", logger: logger)
   /// }   // the index row and the end of the burst commit together
   /// ```
   ///

@@ -13,10 +13,11 @@ extension PostgresDelayedPreemptiveQueue {
   /// single statement does.
   ///
   /// ```swift
-  /// try await client.withTransaction { connection in
-  ///   try await connection.query("UPDATE documents SET body = \(body) WHERE id = \(id)")
-  ///   try await reindex.delay("\(id)", for: .seconds(2), value: id, on: connection)
-  /// }   // rolled back: no reindex; committed: one, 2 s after the last change
+  /// try await client.withTransaction(logger: logger) { connection in
+  ///   try await connection.query(
+  ///     "UPDATE documents SET body = \(edit.text) WHERE id = \(documentID)", logger: logger)
+  ///   try await reindex.delay(documentID, for: .seconds(2), value: edit, on: connection)
+  /// }  // rolled back: no reindex; committed: one, 2 s after the last change
   /// ```
   ///
   /// The `dpd.postgres.submissions` metric counts the call when it returns: the package cannot

@@ -39,8 +39,8 @@ public enum PostgresDelayedPreemptiveQueueError: Error, Sendable, Hashable, Cust
   /// second `delay` of the same key and value has the effect of one.
   case outcomeUnknown(key: String?, host: String, port: Int, reason: String)
   /// The database answered `operation` with an error: `sqlState` is its SQLSTATE (for instance
-  /// `42501` for a missing permission, `42P01` for a schema that was never migrated), and
-  /// `reason` its message. Nothing was written.
+  /// `42501` for a missing permission; `42883` or `42P01` for a schema that was never migrated,
+  /// which ``isNotMigrated`` tells), and `reason` its message. Nothing was written.
   case databaseError(operation: String, sqlState: String, reason: String)
   /// The database holds schema `found`, newer than the `supported` version of this package:
   /// a newer release migrated it. Upgrade this replica rather than write to that schema.

@@ -4,6 +4,7 @@ import PostgresNIO
 /// instead of the TLS library's text (`CERTIFICATE_VERIFY_FAILED at …/handshake.cc:320`,
 /// `Couldn't find <none> in certificate`).
 ///
+/// <!-- snippet: skip (an internal type: DocC does not render its doc comment) -->
 /// ```swift
 /// if let failure = TLSFailure(error, configuration: configuration) {
 ///   print(failure.reason)  // the server's certificate is not for the host 127.0.0.1, …

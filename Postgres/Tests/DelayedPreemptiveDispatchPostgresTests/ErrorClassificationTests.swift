@@ -18,7 +18,8 @@ import Testing
     ("40001", .conflict),  // serialization failure
     ("40P01", .conflict),  // deadlock
     ("55P03", .conflict),  // lock not available
-    ("42P01", .permanent),  // never migrated
+    ("42P01", .permanent),  // never migrated: a table is missing
+    ("42883", .permanent),  // never migrated: a function such as dpd_submit is missing
     ("42501", .permanent),  // missing permission
     (Schema.newerSchemaState, .permanent),
     ("22012", .data),

@@ -122,6 +122,9 @@ struct PostgresSQLFunctionTests {
         client: client, configuration: configuration, name: TestDatabase.uniqueName("sql-bad"),
         merge: .append)
       try await queue.migrate()
+      let replacing = PostgresDelayedPreemptiveQueue<[String]>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName("sql-bad"))
+      try await replacing.migrate()
       let name = queue.name
       let cases: [(sql: String, state: String, message: String)] = [
         (
@@ -146,6 +149,25 @@ struct PostgresSQLFunctionTests {
           "at most 1024 bytes"
         ),
         ("SELECT dpd_cancel('\(name)', '')", "22023", "dpd_cancel: key must not be empty"),
+        // As strict as Swift: what the Swift options refuse as a programmer error, SQL refuses
+        // naming the parameter; an unknown queue is DPD02 for dpd_cancel as for dpd_delay.
+        (
+          "SELECT dpd_delay('\(name)', 'k', '1 s', '[1]', max_wait => '-1 s')", "22023",
+          "dpd_delay: max_wait must not be negative"
+        ),
+        (
+          "SELECT dpd_delay('\(name)', 'k', '1 s', '[1]', minimum_spacing => '-1 ms')", "22023",
+          "dpd_delay: minimum_spacing must not be negative"
+        ),
+        (
+          "SELECT dpd_cancel('no-such-queue-\(UUID())', 'k')", DatabaseFunctions.unknownQueueState,
+          "dpd_cancel: no queue named"
+        ),
+        (
+          "SELECT dpd_delay('\(replacing.name)', 'k', '1 s', '\"x\"', merge => 'append')", "22023",
+          "merge => 'append' (this call's, over the 'replace' of queue '\(replacing.name)') "
+            + "appends values: value must be a JSON array, not string"
+        ),
         ("SELECT dpd_flush('', 'k')", "22023", "dpd_flush: queue must not be empty"),
       ]
       for (sql, state, message) in cases {
@@ -165,6 +187,17 @@ struct PostgresSQLFunctionTests {
         try await Self.row(
           client, "SELECT value::text FROM dpd_bursts WHERE name = \(name) AND key = 'k'")
           == [#"["a", "b"]"#])
+      // A negative delay counts as zero, as in Swift: due at once.
+      try await Self.sql(client, "SELECT dpd_delay(\(name), 'now', '-5 s', '[\"c\"]')")
+      #expect(
+        try await Self.bool(
+          client,
+          "SELECT due_at <= clock_timestamp() FROM dpd_bursts WHERE name = \(name) AND key = 'now'"
+        ))
+      // The Swift `cancel` gives minimum_spacing, so it needs no stored options.
+      let unmigrated = PostgresDelayedPreemptiveQueue<[String]>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName("sql-none"))
+      #expect(try await unmigrated.cancel("k") == false)
     }
   }
 

@@ -10,7 +10,9 @@
 ///   one row instead of unnesting the arrays; see ``DelayStatement/upsertSQL(tracingContexts:single:)``).
 /// - `dpd_delay(queue, key, delay, value, …)` is one submission from SQL: it reads the options
 ///   that `migrate()` stored under the queue's name (`dpd_queues`), lets named, defaulted
-///   parameters override them for this call, checks its input as the Swift `delay` does, and
+///   parameters override them for this call, checks its input as the Swift `delay` does (a
+///   negative `max_wait` or `minimum_spacing` is refused, naming the parameter, as the Swift
+///   options stop the program; a negative `delay` counts as zero, as it does in Swift), and
 ///   calls `dpd_submit` with one row.
 /// - `dpd_cancel(queue, key)` and `dpd_flush(queue, key)` are ``CancelStatement`` and
 ///   ``FlushStatement``'s rules; the Swift `cancel` and `flush` call them too.
@@ -63,6 +65,16 @@ enum DatabaseFunctions {
       IF dpd_delay.delay IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004', MESSAGE = 'dpd_delay: delay must not be null';
       END IF;
+      IF max_wait < interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: max_wait must not be negative (NULL for the queue''s own), '
+            'not %s', max_wait);
+      END IF;
+      IF minimum_spacing < interval '0' THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: minimum_spacing must not be negative (NULL for the '
+            'queue''s own, 0 for none), not %s', minimum_spacing);
+      END IF;
       IF dpd_delay.value IS NULL THEN
         RAISE EXCEPTION USING ERRCODE = '22004',
           MESSAGE = 'dpd_delay: value must not be null (a JSON null is ''null''::jsonb)';
@@ -83,7 +95,14 @@ enum DatabaseFunctions {
         RAISE EXCEPTION USING ERRCODE = '22023',
           MESSAGE = format('dpd_delay: merge must be ''replace'' or ''append'', not %L', mode);
       END IF;
-      IF mode = 'append' AND jsonb_typeof(dpd_delay.value) <> 'array' THEN
+      IF mode = 'append' AND jsonb_typeof(dpd_delay.value) <> 'array'
+        AND merge IS DISTINCT FROM stored.merge
+      THEN
+        RAISE EXCEPTION USING ERRCODE = '22023',
+          MESSAGE = format('dpd_delay: merge => ''append'' (this call''s, over the %L of queue '
+            '%L) appends values: value must be a JSON array, not %s', stored.merge, queue,
+            jsonb_typeof(dpd_delay.value));
+      ELSIF mode = 'append' AND jsonb_typeof(dpd_delay.value) <> 'array' THEN
         RAISE EXCEPTION USING ERRCODE = '22023',
           MESSAGE = format('dpd_delay: queue %L appends values: value must be a JSON array, not %s',
             queue, jsonb_typeof(dpd_delay.value));
@@ -111,6 +130,13 @@ enum DatabaseFunctions {
     DECLARE cancelled integer;
     BEGIN
       \(checks("dpd_cancel"))
+      IF minimum_spacing IS NULL
+        AND NOT EXISTS (SELECT FROM dpd_queues AS q WHERE q.name = dpd_cancel.queue)
+      THEN
+        RAISE EXCEPTION USING ERRCODE = '\(unknownQueueState)',
+          MESSAGE = format('dpd_cancel: no queue named %L was migrated in this database', queue),
+          HINT = 'A PostgresDelayedPreemptiveQueue of that name stores its options when it runs migrate().';
+      END IF;
       \(CancelStatement.rules(
         name: "queue", key: "dpd_cancel.key",
         spacing: """
@@ -135,7 +161,9 @@ enum DatabaseFunctions {
     $dpd_flush$;
     """
 
-  /// The SQLSTATE that `dpd_delay` raises for a queue name that no `migrate()` stored.
+  /// The SQLSTATE that `dpd_delay` raises for a queue name that no `migrate()` stored, and
+  /// `dpd_cancel` too when it is not given `minimum_spacing` (which it would read from the stored
+  /// options); the Swift `cancel` always gives it, so a replica that never migrated may cancel.
   static let unknownQueueState = "DPD02"
 
   /// The checks of a queue name and a key that every SQL function makes, as the Swift calls do

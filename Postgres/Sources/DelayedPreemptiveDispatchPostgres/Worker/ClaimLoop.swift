@@ -31,7 +31,7 @@ extension Worker {
             wait = try await claimAndStart(&state, group: &group, outage: outage.isOngoing)
             outage.ended()
           } catch let error as PostgresDelayedPreemptiveQueueError where error.isPermanent {
-            logger.error("worker stops: \(error)")
+            logger.error("worker stops: \(keyless(error))")
             failure = error
           } catch {
             wait = outage.failed(error, defects: queue.metrics)
@@ -60,7 +60,7 @@ extension Worker {
         // Nothing is lost: such a claim runs again once its lease has passed.
         let message =
           "could not release claims whose answer was lost at shutdown; they run again after "
-          + "their lease: \(error)"
+          + "their lease: \(keyless(error))"
         logger.warning("\(message)")
       }
     }

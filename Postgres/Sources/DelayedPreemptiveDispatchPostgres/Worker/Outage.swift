@@ -30,11 +30,11 @@ struct Outage {
       let statement = (error as? PostgresDelayedPreemptiveQueueError)?.operation ?? what
       defects.defect(in: statement)
       logger.error(
-        "the database refused \(statement) while \(what), a defect of this package: \(error)",
+        "the database refused \(statement) while \(what), a defect of this package: \(keyless(error))",
         metadata: ["dpd.statement": "\(statement)"])
     } else if started == nil {
       started = .now
-      logger.warning("database unavailable while \(what); retrying: \(error)")
+      logger.warning("database unavailable while \(what); retrying: \(keyless(error))")
     } else {
       logger.debug("still unavailable while \(what): \(error)")
     }

@@ -107,9 +107,9 @@ extension Worker {
       queue.metrics.succeeded.increment()
       return
     case .success(.stale):
-      return leaseLost(burst)
+      return leaseLost(burst, returned: true)
     case .success(.commitUnconfirmed):
-      return notRecorded(burst, unconfirmed: true)
+      return notRecorded(burst, unconfirmed: true, returned: true)
     case .success(.returned), .failure:
       break
     }
@@ -128,7 +128,7 @@ extension Worker {
           if try await completions.succeeded(burst) {
             queue.metrics.succeeded.increment()
           } else {
-            notRecorded(burst, unconfirmed: unconfirmed)
+            notRecorded(burst, unconfirmed: unconfirmed, returned: true)
           }
         case .failure(let error):
           let kept = try await uncancelled { [queue] in try await queue.failed(burst, error: error)
@@ -150,7 +150,7 @@ extension Worker {
         }
         let wait = outage.failed(error, defects: queue.metrics)
         if leases.isLost(burst.claim) {
-          leaseLost(burst)
+          leaseLost(burst, returned: result.isSuccess)
           return
         }
         do {
@@ -171,19 +171,20 @@ extension Worker {
     case .gaveWay?:
       queue.metrics.retried.increment()
       logger.info(
-        "handler threw; the later burst of its key, with a newer value, runs next: \(error)",
+        "handler threw; the later burst of its key, with a newer value, runs next: \(keyless(error))",
         metadata: ["dpd.attempt": "\(burst.attempt)"])
       logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
     case .kept?:
       queue.metrics.failed.increment()
+      let runs = burst.attempt == 1 ? "1 run" : "\(burst.attempt) runs"
       logger.warning(
-        "burst kept as failed after \(burst.attempt) runs: \(error)",
+        "burst kept as failed after \(runs): \(keyless(error))",
         metadata: ["dpd.attempts": "\(burst.attempt)"])
       logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
     case .retried?:
       queue.metrics.retried.increment()
       logger.info(
-        "handler threw; retrying with backoff: \(error)",
+        "handler threw; retrying with backoff: \(keyless(error))",
         metadata: ["dpd.attempt": "\(burst.attempt)"])
       logger.debug("retry", metadata: ["dpd.key": "\(burst.key)"])
     }
@@ -191,8 +192,8 @@ extension Worker {
 
   /// The end's statement matched no row under the run's claim: the claim was taken over, or an
   /// earlier attempt whose answer was lost recorded the end.
-  private func notRecorded(_ burst: ClaimedBurst, unconfirmed: Bool) {
-    guard unconfirmed else { return leaseLost(burst) }
+  private func notRecorded(_ burst: ClaimedBurst, unconfirmed: Bool, returned: Bool = false) {
+    guard unconfirmed else { return leaseLost(burst, returned: returned) }
     queue.metrics.unconfirmed.increment()
     let message =
       "a run's end was not confirmed: an earlier attempt whose answer was lost recorded it, or "
@@ -207,7 +208,7 @@ extension Worker {
   ) {
     queue.metrics.defect(in: statement)
     let message =
-      "the database refused \(statement), a defect of this package: \(error); the run's end is "
+      "the database refused \(statement), a defect of this package: \(keyless(error)); the run's end is "
       + "not recorded, and its burst runs again once its lease runs out"
     logger.error(
       "\(message)",
@@ -215,10 +216,17 @@ extension Worker {
     logger.debug("defect", metadata: ["dpd.key": "\(burst.key)"])
   }
 
-  private func leaseLost(_ burst: ClaimedBurst) {
+  /// A run whose end the database no longer takes: said as it happened, a handler that
+  /// `returned` (or threw) after its lease ran out, or one that was cancelled for it.
+  private func leaseLost(_ burst: ClaimedBurst, returned: Bool = false) {
     queue.metrics.leaseLost.increment()
+    let run =
+      returned
+      ? "the handler returned after its lease ran out"
+      : leases.isLost(burst.claim)
+        ? "the run was cancelled" : "the handler threw after its lease ran out"
     logger.warning(
-      "lease lost: the run was cancelled and its end not recorded; it runs again elsewhere",
+      "lease lost: \(run), and its end was not recorded; it runs again elsewhere",
       metadata: ["dpd.attempt": "\(burst.attempt)"])
     logger.debug("lease lost", metadata: ["dpd.key": "\(burst.key)"])
   }
