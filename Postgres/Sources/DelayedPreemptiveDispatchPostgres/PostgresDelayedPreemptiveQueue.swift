@@ -88,7 +88,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// is cancelled (a transactional run's connection is closed, which rolls its transaction
   /// back), and the run ends as a handler that threw does, retried after ``retryBackoff`` and
   /// kept after `maxAttempts` runs, with `last_error` saying why. A handler that has not
-  /// returned `lease / 3` after its cancellation is abandoned: the worker no longer waits for
+  /// returned a third of the lease (at least five seconds) after its cancellation is abandoned: the worker no longer waits for
   /// it, for its slot or to shut down, and records the run's end without it. Such a handler
   /// may still be running when its burst runs again, so its writes must be fenced, as those of
   /// a run whose lease was lost (<doc:GuaranteesInProduction#A-handler-that-does-not-return>).

@@ -42,9 +42,9 @@ extension Worker {
         }
       }
       // A run given up (past `runTimeout`, or its lease lost) is cancelled, and no longer waited
-      // for once `lease / 3` more has passed (``RunWatch``).
+      // for once ``abandonGrace`` more has passed (``RunWatch``).
       let timers = queue.callTimers
-      let grace = queue.lease / 3
+      let grace = Self.abandonGrace(lease: queue.lease)
       leases.attach(burst.claim) {
         watch.giveUp(.leaseLost, grace: grace, timers: timers) { task.cancel() }
       }
@@ -67,6 +67,15 @@ extension Worker {
     await record(result, of: burst)
     leases.remove(burst.claim)
     await runEnded.ring()
+  }
+
+  /// How long a handler given up still has to end after its cancellation before it is
+  /// abandoned: a third of the lease (one renewal interval), and at least five seconds, so that
+  /// a handler that ends late on a loaded machine is still waited for and its end recorded
+  /// (with a short lease, a run abandoned at once would run again: a duplicate), while one that
+  /// never ends frees its slot.
+  static func abandonGrace(lease: Duration) -> Duration {
+    max(lease / 3, .seconds(5))
   }
 
   /// The run's result as its end records it: the handler's own, unless the run was given up.
