@@ -283,19 +283,25 @@ final class Spinner: Sendable {
 extension RunTable {
   /// Keys whose row still holds a claim.
   static func claimedKeys(_ name: String, client: PostgresClient) async throws -> [String] {
-    var keys: [String] = []
-    let rows = try await client.query(
-      "SELECT key FROM dpd_bursts WHERE name = \(name) AND claim IS NOT NULL ORDER BY key")
-    for try await key in rows.decode(String.self) { keys.append(key) }
-    return keys
+    try await keys(name, where: "claim IS NOT NULL", client: client)
   }
 
   /// Keys whose row still holds work (a burst that waits or runs).
   static func pendingKeys(_ name: String, client: PostgresClient) async throws -> [String] {
+    try await keys(name, where: "NOT idle AND NOT failed", client: client)
+  }
+
+  /// The keys of the queue's rows that meet `condition` (SQL written by the tests), in order.
+  private static func keys(_ name: String, where condition: String, client: PostgresClient)
+    async throws -> [String]
+  {
+    var bindings = PostgresBindings()
+    bindings.append(name)
+    let query = PostgresQuery(
+      unsafeSQL: "SELECT key FROM dpd_bursts WHERE name = $1 AND \(condition) ORDER BY key",
+      binds: bindings)
     var keys: [String] = []
-    let rows = try await client.query(
-      "SELECT key FROM dpd_bursts WHERE name = \(name) AND NOT idle AND NOT failed ORDER BY key")
-    for try await key in rows.decode(String.self) { keys.append(key) }
+    for try await key in try await client.query(query).decode(String.self) { keys.append(key) }
     return keys
   }
 
