@@ -17,6 +17,9 @@ let package = Package(
     // between checkouts (a worktree, CI's fresh clone).
     .package(name: "DelayedPreemptiveDispatch", path: ".."),
     .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+    // Imported directly (NIOCore's deadlines and event loops, NIOPosix's timers), so declared,
+    // at the version postgres-nio 1.33.2 itself asks for.
+    .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
     .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -30,6 +33,8 @@ let package = Package(
       dependencies: [
         .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "Metrics", package: "swift-metrics"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -93,6 +98,8 @@ let package = Package(
         "dpd-postgres-test-worker",
         .product(name: "DelayedPreemptiveDispatchTesting", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "MetricsTestKit", package: "swift-metrics"),
         .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
         .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -1,4 +1,4 @@
-import DelayedPreemptiveDispatch
+@_spi(Preconditions) import DelayedPreemptiveDispatch
 
 /// A clock whose time moves only when a test calls ``advance(by:)``, for tests that never sleep.
 ///

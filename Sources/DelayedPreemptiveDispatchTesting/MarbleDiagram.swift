@@ -1,3 +1,5 @@
+@_spi(Preconditions) import DelayedPreemptiveDispatch
+
 /// A timeline of a sequence's events drawn as text, one character per tick, as in
 /// ``ManualClock/debounce(_:for:options:tick:)`` and the Semantics article's pictures.
 ///

@@ -1,3 +1,4 @@
+@_spi(Preconditions) import DelayedPreemptiveDispatch
 import PostgresNIO
 import ServiceLifecycle
 

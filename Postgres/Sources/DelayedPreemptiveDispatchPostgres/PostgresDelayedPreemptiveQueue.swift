@@ -1,4 +1,4 @@
-import DelayedPreemptiveDispatch
+@_spi(Preconditions) import DelayedPreemptiveDispatch
 import Foundation
 import Instrumentation
 import Logging

@@ -1,3 +1,4 @@
+@_spi(Preconditions) import DelayedPreemptiveDispatch
 import Foundation
 
 /// Values travel as JSON text, stored as `jsonb` so that they can be read in SQL.
@@ -82,16 +83,4 @@ extension Duration {
 
   /// 200 years of 365.25 days, in milliseconds.
   static var longestMilliseconds: Double { 200 * 365.25 * 86_400_000 }
-}
-
-/// Stops the program with `message` when a caller broke a documented precondition; unlike
-/// `precondition`, the message survives optimised builds. (The root package's own check is
-/// `package`-visible only, so this package has its own.)
-func requireArgument(
-  _ condition: Bool, _ message: @autoclosure () -> String, file: StaticString = #fileID,
-  line: UInt = #line
-) {
-  if !condition {
-    fatalError("Precondition failed: \(message())", file: file, line: line)
-  }
 }
