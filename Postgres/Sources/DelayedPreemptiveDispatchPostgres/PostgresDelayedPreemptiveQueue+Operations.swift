@@ -1,3 +1,4 @@
+@_spi(Preconditions) import DelayedPreemptiveDispatch
 import Foundation
 import PostgresNIO
 
@@ -113,7 +114,9 @@ extension PostgresDelayedPreemptiveQueue {
   public func runningBursts() async throws -> [PostgresRunningBurst] {
     let statement = RunningBurstsStatement(name: name)
     let logger = logger
-    return try await database("runningBursts") { try await $0.rows(statement, logger: logger) }
+    return try await database("runningBursts") {
+      try await $0.rows(statement, logger: logger).map(\.burst)
+    }
   }
 
   /// Every kept failure with its stored JSON (PostgreSQL's `jsonb` text), whatever `Value` is,
@@ -126,7 +129,52 @@ extension PostgresDelayedPreemptiveQueue {
   public func rawFailures() async throws -> [PostgresRawBurstFailure] {
     let statement = FailuresStatement(name: name)
     let logger = logger
-    return try await database("failures") { try await $0.rows(statement, logger: logger) }
+    return try await database("failures") {
+      try await $0.rows(statement, logger: logger).map(\.failure)
+    }
+  }
+
+  /// What the queue holds now, for an operator's view: the bursts of the chosen keys that wait,
+  /// earliest due first, with when each is due; those that run, by key, with their lease; and
+  /// their kept failures, oldest first, with each value as its stored JSON. Each list holds at
+  /// most `limit` entries, and the snapshot counts each in all. Its ``PostgresQueueSnapshot/isKnown``
+  /// says whether a queue of this name was ever migrated in the database, so that a mistyped
+  /// name is told apart from an idle queue. Read-only; the operator's tool's `state` shows it.
+  ///
+  /// ```swift
+  /// let snapshot = try await queue.snapshot(of: .prefix("doc-"), limit: 50)
+  /// print("\(snapshot.waitingCount) waiting, \(snapshot.runningCount) running")
+  /// ```
+  ///
+  /// The three lists are read one after the other on one connection, not in one transaction: a
+  /// burst that starts or ends meanwhile may show in two lists or in none.
+  ///
+  /// - Parameters:
+  ///   - keys: Which keys to show: every key (the default), those with a prefix, or one.
+  ///   - limit: The most entries of each list; at least 1.
+  ///
+  /// Throws `databaseUnreachable`, `outcomeUnknown` or `databaseError` (SQLSTATE `42P01` when no
+  /// queue was ever migrated in this database); `CancellationError` when the calling task is
+  /// cancelled before the call was sent.
+  public func snapshot(
+    of keys: PostgresQueueSnapshot.Keys = .all, limit: Int = 100
+  ) async throws -> PostgresQueueSnapshot {
+    requireArgument(limit >= 1, "snapshot(of:limit:): limit must be at least 1, not \(limit)")
+    let (name, logger) = (name, logger)
+    return try await database("snapshot") { connection in
+      let known = try await connection.rows(QueueKnownStatement(name: name), logger: logger)
+      let waiting = try await connection.rows(
+        WaitingBurstsStatement(name: name, keys: keys, limit: limit), logger: logger)
+      let running = try await connection.rows(
+        RunningBurstsStatement(name: name, keys: keys, limit: limit), logger: logger)
+      let failures = try await connection.rows(
+        FailuresStatement(name: name, keys: keys, limit: limit), logger: logger)
+      return PostgresQueueSnapshot(
+        isKnown: known.first ?? false, waiting: waiting.map(\.burst),
+        waitingCount: waiting.first?.count ?? 0, running: running.map(\.burst),
+        runningCount: running.first?.count ?? 0, failures: failures.map(\.failure),
+        failureCount: failures.first?.count ?? 0)
+    }
   }
 
   /// Every queue name that has rows in the database (waiting or running bursts, and kept

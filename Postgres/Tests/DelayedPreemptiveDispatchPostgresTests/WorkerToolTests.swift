@@ -182,6 +182,10 @@ struct PostgresWorkerToolTests {
       #expect(state.status == 0, "\(state.errors)")
       let lines = state.output.split(separator: "\n").map(String.init)
       #expect(lines.contains("pending: 2"), "\(state.output)")  // waiting and busy
+      #expect(lines.contains("waiting: 1"), "\(state.output)")
+      let waiting = try #require(lines.first { $0.hasPrefix("  waiting ") }, "\(state.output)")
+      #expect(waiting.hasPrefix("  waiting  due in 59"), "\(waiting)")  // 600 s, less a little
+      #expect(waiting.hasSuffix("  submissions 1  attempts 0  fence -"), "\(waiting)")
       #expect(lines.contains("running: 1"), "\(state.output)")
       let busy = try #require(lines.first { $0.hasPrefix("  busy ") }, "\(state.output)")
       #expect(busy.contains("owner \(ProcessInfo.processInfo.hostName)/\(getpid())/"), "\(busy)")
@@ -206,7 +210,8 @@ struct PostgresWorkerToolTests {
       let tool = try ToolProcess(
         ["state"], environment: ["DPD_POSTGRES_QUEUE": queue.name])
       #expect(try await tool.waitForExit() == 0, "\(tool.errors)")
-      #expect(tool.output.hasPrefix("queue \(queue.name)\npending: 2\n"), "\(tool.output)")
+      #expect(
+        tool.output.hasPrefix("queue \(queue.name)\npending: 2\nwaiting: 1\n"), "\(tool.output)")
     }
   }
 
@@ -330,6 +335,85 @@ struct PostgresWorkerToolTests {
     }
   }
 
+  /// `--json`: one object with the waiting keys and their due times, the running ones with
+  /// their lease, and the kept failures with their stored values as JSON.
+  @Test func stateAsJSONListsWaitingKeysWithDueTimesAndRunningOnesWithLeaseLeft() async throws {
+    try await Self.withQueueInEveryState { queue, _ in
+      let state = try await ToolRun.run(["state", "--name", queue.name, "--json"])
+      #expect(state.status == 0, "\(state.errors)")
+      let object = try #require(
+        try JSONSerialization.jsonObject(with: Data(state.output.utf8)) as? [String: Any],
+        "\(state.output)")
+      #expect(object["queue"] as? String == queue.name)
+      #expect(object["known"] as? Bool == true)
+      #expect(object["pending"] as? Int == 2)
+      let waiting = try #require(object["waiting"] as? [String: Any])
+      #expect(waiting["count"] as? Int == 1)
+      let waitingItem = try #require((waiting["items"] as? [[String: Any]])?.first)
+      #expect(waitingItem["key"] as? String == "waiting")
+      let dueIn = try #require(waitingItem["dueInSeconds"] as? Double)
+      #expect(dueIn > 500 && dueIn <= 600, "\(dueIn)")
+      let due = try #require(waitingItem["due"] as? String)
+      let formatter = ISO8601DateFormatter()
+      formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+      let dueDate = try #require(formatter.date(from: due), "\(due)")
+      #expect(abs(dueDate.timeIntervalSinceNow - dueIn) < 60, "\(due) \(dueIn)")
+      #expect(waitingItem["submissions"] as? Int == 1)
+      #expect(waitingItem["attempts"] as? Int == 0)
+      #expect(waitingItem["fence"] is NSNull)
+      let running = try #require(object["running"] as? [String: Any])
+      #expect(running["count"] as? Int == 1)
+      let runningItem = try #require((running["items"] as? [[String: Any]])?.first)
+      #expect(runningItem["key"] as? String == "busy")
+      #expect(runningItem["attempt"] as? Int == 1)
+      #expect((runningItem["fence"] as? Int ?? 0) > 0)
+      #expect((runningItem["leaseLeftSeconds"] as? Double ?? 0) > 0, "\(runningItem)")
+      let failures = try #require(object["failures"] as? [String: Any])
+      #expect(failures["count"] as? Int == 2)
+      let failureItems = try #require(failures["items"] as? [[String: Any]])
+      #expect(Set(failureItems.compactMap { $0["value"] as? String }) == ["b", "d"])
+      #expect(failureItems.allSatisfy { $0["lastError"] as? String == "refused by the test" })
+      #expect(object["absent"] == nil)
+    }
+  }
+
+  /// `--key-prefix` and `--key` choose the keys; `--limit` cuts each list and says how many
+  /// more there are; `--key` of a key with nothing exits 2.
+  @Test func stateChoosesKeysByPrefixOrNameAndLimitsEachList() async throws {
+    try await Self.withQueueInEveryState { queue, _ in
+      // "busy" runs and "broken" is kept; "waiting" and "doomed" do not begin with "b".
+      let prefixed = try await ToolRun.run(["state", "--name", queue.name, "--key-prefix", "b"])
+      #expect(prefixed.status == 0, "\(prefixed.errors)")
+      let lines = prefixed.output.split(separator: "\n").map(String.init)
+      #expect(lines.contains("keys beginning with b"), "\(prefixed.output)")
+      #expect(lines.contains("pending: 1") && lines.contains("waiting: 0"), "\(prefixed.output)")
+      #expect(lines.contains { $0.hasPrefix("  busy  owner ") }, "\(prefixed.output)")
+      #expect(lines.contains("failures: 1"), "\(prefixed.output)")
+      #expect(lines.contains { $0.hasPrefix("  broken  id ") }, "\(prefixed.output)")
+      #expect(!prefixed.output.contains("doomed") && !prefixed.output.contains("  waiting "))
+
+      let limited = try await ToolRun.run(["state", "--name", queue.name, "--limit", "1"])
+      #expect(limited.status == 0, "\(limited.errors)")
+      let limitedLines = limited.output.split(separator: "\n").map(String.init)
+      #expect(limitedLines.contains("failures: 2"), "\(limited.output)")
+      #expect(limitedLines.filter { $0.hasPrefix("    value: ") }.count == 1, "\(limited.output)")
+      #expect(limitedLines.contains("  … 1 more (--limit)"), "\(limited.output)")
+
+      let one = try await ToolRun.run(["state", "--name", queue.name, "--key", "waiting"])
+      #expect(one.status == 0, "\(one.errors)")
+      #expect(one.output.contains("\nkey waiting\npending: 1\nwaiting: 1\n"), "\(one.output)")
+
+      let none = try await ToolRun.run(["state", "--name", queue.name, "--key", "nosuch"])
+      #expect(none.status == 2, "\(none.output) \(none.errors)")
+      #expect(
+        none.output.hasSuffix("no burst and no kept failure for the key nosuch\n"),
+        "\(none.output)")
+
+      let bad = try await ToolRun.run(["state", "--name", queue.name, "--limit", "0"])
+      #expect(bad.status != 0 && bad.errors.contains("--limit must be at least 1"), "\(bad.errors)")
+    }
+  }
+
   @Test func stateOfANameWithNoBurstsSaysSoAndNamesTheQueuesInUse() async throws {
     try await TestDatabase.withFreshDatabase { url in
       try await TestDatabase.withClient(url: url) { client, configuration in
@@ -337,19 +421,25 @@ struct PostgresWorkerToolTests {
           client: client, configuration: configuration, name: "reindex")
         try await used.migrate()
         let empty = try await ToolRun.run(["state", "--name", "reindex"], url: url)
+        #expect(empty.status == 0, "\(empty.errors)")
         #expect(
-          empty.output.hasSuffix(
-            "no bursts under the name reindex: the queue is idle, or no service uses this name; "
-              + "no queue has bursts in this database now\n"), "\(empty.output) \(empty.errors)")
+          empty.output.hasSuffix("no bursts under the name reindex: the queue is idle\n"),
+          "\(empty.output) \(empty.errors)")
         try await used.delay("k", for: .seconds(600), value: "v")
         try await used.delay("l", for: .seconds(600), value: "w")
         let state = try await ToolRun.run(["state", "--name", "reindx"], url: url)
-        #expect(state.status == 0, "\(state.errors)")
+        #expect(state.status == 2, "\(state.errors)")
         #expect(
           state.output
-            == "queue reindx\npending: 0\nrunning: 0\nfailures: 0\nno bursts under the name "
-            + "reindx: the queue is idle, or no service uses this name; names with bursts in "
-            + "this database: reindex (2)\n")
+            == "queue reindx\npending: 0\nwaiting: 0\nrunning: 0\nfailures: 0\nno queue named "
+            + "reindx in this database (no migrate() of that name ran here); names with bursts "
+            + "in this database: reindex (2)\n")
+        let json = try await ToolRun.run(["state", "--name", "reindx", "--json"], url: url)
+        #expect(json.status == 2, "\(json.errors)")
+        let object = try #require(
+          try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        #expect(object["known"] as? Bool == false, "\(json.output)")
+        #expect((object["absent"] as? String)?.hasPrefix("no queue named reindx") == true)
       }
     }
   }
@@ -357,7 +447,7 @@ struct PostgresWorkerToolTests {
   @Test func stateOfADatabaseWhereNoQueueWasEverMigratedSaysSo() async throws {
     try await TestDatabase.withFreshDatabase { url in
       let state = try await ToolRun.run(["state", "--name", "reindex"], url: url)
-      #expect(state.status == 0, "\(state.errors)")
+      #expect(state.status == 2, "\(state.errors)")
       #expect(
         state.output
           == "queue reindex\nno queue was ever used in this database: it has no dpd_bursts "
