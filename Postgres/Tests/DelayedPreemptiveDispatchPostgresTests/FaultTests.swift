@@ -86,6 +86,64 @@ struct PostgresFaultTests {
     }
   }
 
+  /// A takeover is never held up by a stale run's row locks: worker A, paused (SIGSTOP) inside
+  /// its transactional handler after it wrote the key's document row, stays paused for the whole
+  /// test. Worker B takes the burst over after the lease, and its claim ends A's open
+  /// transaction, so B's write of the same row does not wait for A. Without that, B's write
+  /// waits on A's row lock for as long as A stays paused.
+  @Test func takeoverIsNotHeldUpByAPausedWorkersRowLocks() async throws {
+    try await TestDatabase.withQueue("stale-locks", lease: .seconds(2)) { queue, client in
+      try await RunTable.create(client)
+      let table = RunTable(client: client, name: queue.name)
+      let flags = [
+        "--lease-ms", "2000", "--handler-ms", "3000", "--transactional", "--tx-document",
+        "--log-level", "warning",
+      ]
+      let first = try await PostgresReplicaTests.startWorkers(1, name: queue.name, flags)[0]
+      defer {
+        first.signal(SIGKILL)
+        first.signal(SIGCONT)
+      }
+      try await queue.delay("doc", for: .zero, value: "v1")
+      // A's transaction has written the document row: another backend holds a row lock on it.
+      #expect(
+        try await TestDatabase.eventually {
+          try await table.documentLockHolders() == 1
+        })
+      first.signal(SIGSTOP)
+      let paused = ContinuousClock.now
+      let second = try await PostgresReplicaTests.startWorkers(1, name: queue.name, flags)[0]
+      // B runs the burst again once the lease (2 s) has run out, and its run's transaction
+      // commits: its document write did not wait for A, which is still paused.
+      let done = try await TestDatabase.eventually(within: .seconds(20)) {
+        try await table.document("doc")?.fence ?? 0 > 0
+      }
+      let elapsed = ContinuousClock.now - paused
+      #expect(done, "B's write waited on the paused worker's locks")
+      #expect(first.process.isRunning, "A must stay paused for the whole test")
+      #expect(try await queue.drains(within: .seconds(10)))
+      try await PostgresReplicaTests.stop([second])
+
+      let document = try #require(try await table.document("doc"))
+      let fences = try await table.fencedRuns().map(\.fence)
+      print(
+        "stale locks: B committed \(elapsed) after A paused (lease 2 s); document \(document); "
+          + "fences \(fences)")
+      // Only B's write landed: A's transaction was ended, and rolled back with it.
+      #expect(document.writes == 1, "\(document)")
+      #expect(
+        try await table.transactionalWrites().map(\.worker) == [
+          "\(second.process.processIdentifier)"
+        ])
+      // The lease (2 s), the poll that finds it expired, and B's run of 3 s, with a margin for a
+      // loaded machine: nowhere near as long as A stays paused.
+      #expect(elapsed < .seconds(14), "\(elapsed)")
+      #expect(
+        second.errorText().contains("ended the stale run's open transaction"),
+        "\(second.errorText())")
+    }
+  }
+
   @Test func handlerThatKillsItsWorkerIsKeptAsAFailureAfterMaxAttempts() async throws {
     try await TestDatabase.withQueue("crash-loop", lease: .seconds(1), maxAttempts: 3) {
       queue, client in

@@ -41,6 +41,14 @@ struct RunTable {
         name text NOT NULL, key text NOT NULL, value text NOT NULL, fence bigint NOT NULL,
         worker text NOT NULL)
       """)
+    // A document per key that transactional runs with --tx-document upsert: a run's upsert
+    // waits for the row lock of another run of its key whose transaction is open.
+    try await client.query(
+      """
+      CREATE TABLE IF NOT EXISTS dpd_test_tx_documents (
+        name text NOT NULL, key text NOT NULL, writes int NOT NULL, fence bigint NOT NULL,
+        PRIMARY KEY (name, key))
+      """)
   }
 
   /// Pairs of finished runs of one key whose spans intersect: must be 0 (P3).
@@ -115,6 +123,27 @@ struct RunTable {
       elements[key, default: []].append(element)
     }
     return elements
+  }
+
+  /// The key's row of dpd_test_tx_documents, which `--tx-document` runs upsert; nil before
+  /// one committed.
+  func document(_ key: String) async throws -> (writes: Int, fence: Int64)? {
+    let rows = try await client.query(
+      "SELECT writes, fence FROM dpd_test_tx_documents WHERE name = \(name) AND key = \(key)")
+    for try await (writes, fence) in rows.decode((Int, Int64).self) { return (writes, fence) }
+    return nil
+  }
+
+  /// How many other backends hold a lock on dpd_test_tx_documents: 1 while a `--tx-document`
+  /// run's transaction is open after its write.
+  func documentLockHolders() async throws -> Int {
+    try await count(
+      """
+      SELECT count(DISTINCT l.pid)::int8 FROM pg_locks AS l
+      JOIN pg_class AS c ON c.oid = l.relation
+      WHERE c.relname = 'dpd_test_tx_documents' AND l.mode = 'RowExclusiveLock'
+        AND l.pid <> pg_backend_pid()
+      """)
   }
 
   private func count(_ query: PostgresQuery) async throws -> Int {

@@ -19,6 +19,9 @@ struct WorkerSettings: Sendable {
   var recordBatched = false
   var fenced = false
   var transactional = false
+  /// With `transactional`: the handler also writes the key's row of dpd_test_tx_documents, so
+  /// that a second run of the key waits for the first one's transaction to end.
+  var transactionalDocument = false
   var observeCancellationMilliseconds = 0
   var crash = false
   /// Crash (as `--crash`) only in the runs whose recorded value contains this text.
@@ -43,6 +46,7 @@ struct WorkerSettings: Sendable {
       case "--record-batched": recordBatched = true
       case "--fenced": fenced = true
       case "--transactional": transactional = true
+      case "--tx-document": transactionalDocument = true
       case "--crash": crash = true
       case "--crash-when": crashWhen = remaining.popFirst()
       case "--quiet": quiet = true

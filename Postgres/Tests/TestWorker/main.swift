@@ -23,6 +23,9 @@
 //   --transactional       run with a transactional handler, which first writes the run (key,
 //                         value, fence, worker) to dpd_test_tx_writes on its connection: that row
 //                         exists if and only if the run's end committed with it
+//   --tx-document         with --transactional, then also upsert the key's row of
+//                         dpd_test_tx_documents (writes + 1, fence), which the row lock of a
+//                         stale run's open transaction holds up
 //   --crash               kill its own process (SIGKILL) in each run, after recording its start
 //   --crash-when TEXT     the same, only in the runs whose recorded value contains TEXT
 //   --quiet               print nothing per run
@@ -129,6 +132,14 @@ let batchWriter = Task {
         INSERT INTO dpd_test_tx_writes (name, key, value, fence, worker)
         VALUES (\(settings.name), \(run.key), \(value), \(run.fence), \("\(getpid())"))
         """, logger: logger)
+      if settings.transactionalDocument {
+        try await connection.query(
+          """
+          INSERT INTO dpd_test_tx_documents AS d (name, key, writes, fence)
+          VALUES (\(settings.name), \(run.key), 1, \(run.fence))
+          ON CONFLICT (name, key) DO UPDATE SET writes = d.writes + 1, fence = excluded.fence
+          """, logger: logger)
+      }
     }
     if settings.crash || settings.crashWhen.map({ value.contains($0) }) == true {
       kill(getpid(), SIGKILL)

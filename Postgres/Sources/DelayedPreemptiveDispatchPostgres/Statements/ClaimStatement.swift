@@ -21,6 +21,12 @@ import PostgresNIO
 /// they are gone soon after their spacing while any worker runs. The lateness it returns counts
 /// from the deadline, or from the end of the spacing when that is later.
 ///
+/// A claim that takes a burst over (its lease ran out) also ends the stale run's open
+/// transaction, if its handler is transactional and its transaction still open
+/// (`dpd_end_stale_run`): that run's row locks would otherwise hold up the new run's writes
+/// until its worker woke up, forever for a worker that stays paused or cut off. Its writes were
+/// never to land anyway (P16: its end would find its claim gone and roll back).
+///
 /// It also returns the head's trace
 /// record for the run's span: its stored contexts, and its submission count (kept in the record
 /// once a burst behind it started, else the row's `submissions`; 1 when neither is known, for a
@@ -30,7 +36,7 @@ struct ClaimStatement: PostgresPreparedStatement {
 
   static let sql = """
     WITH due AS (
-      SELECT key, claim IS NOT NULL AS taken_over, last_start,
+      SELECT key, claim IS NOT NULL AS taken_over, claim AS stale_claim, last_start,
         claim IS NOT NULL AND attempts >= $5 AS exhausted, attempts, value, later, submissions,
         traces
       FROM dpd_bursts
@@ -53,6 +59,8 @@ struct ClaimStatement: PostgresPreparedStatement {
       FOR UPDATE SKIP LOCKED
     ), swept AS (
       DELETE FROM dpd_bursts AS i USING expired WHERE i.name = $1 AND i.key = expired.key
+    ), ended AS (
+      SELECT due.key, dpd_end_stale_run(due.stale_claim) AS ended FROM due WHERE due.taken_over
     )
     UPDATE dpd_bursts AS b SET
       idle = \(exhausted) AND b.later = '[]'::jsonb,
@@ -81,7 +89,8 @@ struct ClaimStatement: PostgresPreparedStatement {
         - greatest(b.deadline, \(SQLFragment.spacedFrom("$6", row: "due")))) * 1000)::float8,
       (b.traces -> 0 -> 'contexts')::text,
       coalesce((b.traces -> 0 ->> 'count')::int8,
-        CASE WHEN b.later = '[]'::jsonb THEN b.submissions ELSE 1 END)
+        CASE WHEN b.later = '[]'::jsonb THEN b.submissions ELSE 1 END),
+      coalesce((SELECT ended.ended FROM ended WHERE ended.key = b.key), false)
     """
   /// A run of this row began and never recorded its end `maxAttempts` times.
   private static let exhausted = "(b.claim IS NOT NULL AND b.attempts >= $5)"
@@ -109,11 +118,15 @@ struct ClaimStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
-    let (key, json, claim, attempts, fence, exhausted, takenOver, lateness, contexts, count) =
-      try row.decode((String, String, UUID?, Int, Int64?, Bool, Bool, Double, String?, Int).self)
+    let (
+      key, json, claim, attempts, fence, exhausted, takenOver, lateness, contexts, count, ended
+    ) =
+      try row.decode(
+        (String, String, UUID?, Int, Int64?, Bool, Bool, Double, String?, Int, Bool).self)
     return ClaimedBurst(
       key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
       exhausted: exhausted, gaveWay: claim == nil && !exhausted, takenOver: takenOver,
-      latenessMilliseconds: lateness, submissions: count, traceContexts: contexts)
+      endedStaleTransaction: ended, latenessMilliseconds: lateness, submissions: count,
+      traceContexts: contexts)
   }
 }

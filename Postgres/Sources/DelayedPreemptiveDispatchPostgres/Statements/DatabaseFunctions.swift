@@ -16,6 +16,13 @@
 ///   calls `dpd_submit` with one row.
 /// - `dpd_cancel(queue, key)` and `dpd_flush(queue, key)` are ``CancelStatement`` and
 ///   ``FlushStatement``'s rules; the Swift `cancel` and `flush` call them too.
+/// - `dpd_end_stale_run(claim)` ends the backend of a transactional run whose claim was taken
+///   over, if its transaction is still open: the claim that takes a burst over calls it
+///   (``ClaimStatement``), so that the stale run's row locks are released at once instead of
+///   when its worker wakes up. It finds the backend by the `application_name` the run set for its
+///   transaction (``TransactionStatements/runMarkerPrefix``), and ends only one whose role the
+///   caller has the privileges of, as `pg_terminate_backend` demands; it returns whether it
+///   ended one, and false instead of an error where it may not.
 ///
 /// They are PL/pgSQL functions, so that each session plans their statements once and reuses the
 /// plan, as it does for a prepared statement. `migrate()` installs them when the installed text
@@ -159,6 +166,20 @@ enum DatabaseFunctions {
       RETURN flushed;
     END
     $dpd_flush$;
+
+    CREATE OR REPLACE FUNCTION dpd_end_stale_run(stale uuid)
+    RETURNS boolean LANGUAGE plpgsql AS $dpd_end_stale_run$
+    DECLARE ended boolean;
+    BEGIN
+      SELECT bool_or(pg_terminate_backend(a.pid)) INTO ended
+      FROM pg_stat_activity AS a
+      WHERE a.application_name = '\(TransactionStatements.runMarkerPrefix)' || stale::text
+        AND a.pid <> pg_backend_pid() AND pg_has_role(a.usesysid, 'USAGE');
+      RETURN coalesce(ended, false);
+    EXCEPTION WHEN insufficient_privilege THEN
+      RETURN false;
+    END
+    $dpd_end_stale_run$;
     """
 
   /// The SQLSTATE that `dpd_delay` raises for a queue name that no `migrate()` stored, and

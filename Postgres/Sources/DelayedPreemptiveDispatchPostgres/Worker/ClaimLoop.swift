@@ -115,8 +115,11 @@ extension Worker {
       }
       if burst.takenOver {
         queue.metrics.takeovers.increment()
-        logger.warning(
-          "took over a burst whose lease ran out", metadata: ["dpd.attempt": "\(burst.attempt)"])
+        let message =
+          "took over a burst whose lease ran out"
+          + (burst.endedStaleTransaction
+            ? "; ended the stale run's open transaction, releasing its locks" : "")
+        logger.warning("\(message)", metadata: ["dpd.attempt": "\(burst.attempt)"])
         logger.debug("took over", metadata: ["dpd.key": "\(burst.key)"])
       }
       state.running.insert(burst.claim)

@@ -16,6 +16,8 @@ struct ClaimedBurst: Sendable {
   var gaveWay: Bool
   /// The row was claimed before, by a worker whose lease ran out.
   var takenOver: Bool
+  /// The claim ended the backend of the stale run's open transaction (``ClaimStatement``).
+  var endedStaleTransaction = false
   /// From the burst's deadline to the claim, on the database's clock.
   var latenessMilliseconds: Double
   /// How many submissions the burst received.

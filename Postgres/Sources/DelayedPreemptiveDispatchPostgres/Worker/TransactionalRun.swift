@@ -12,7 +12,10 @@ extension Worker {
   /// burst is locked only by the last statement, the run's end, so a renewal waits for no
   /// more than the commit.
   ///
-  /// A run given up (``RunWatch``) closes the connection, which rolls the transaction back.
+  /// A run given up (``RunWatch``) closes the connection, which rolls the transaction back. While
+  /// the transaction is open, its connection's `application_name` names the run's claim
+  /// (``TransactionStatements/runMarkerPrefix``): a worker that takes the burst over ends this
+  /// backend by it, so that the run's row locks cannot hold the new run up.
   func transactional(
     _ run: PostgresBurstRun<Value>, of burst: ClaimedBurst, watch: RunWatch,
     _ body: @escaping @Sendable (PostgresBurstRun<Value>, PostgresConnection) async throws -> Void
@@ -26,6 +29,8 @@ extension Worker {
       watch.holdsTransaction(on: connection)
       try await connection.query(TransactionStatements.begin, logger: logger)
       do {
+        // Marks the transaction as this run's, so that a takeover can end it (P16).
+        try await connection.query(TransactionStatements.markRun(burst.claim), logger: logger)
         try await body(run, connection)
         // The handler's start, as the statement takes it, when the handler has returned.
         let statement = SucceededStatement(
