@@ -14,6 +14,11 @@
 #   scripts/postgres.sh resume  # SIGCONT them all
 #   scripts/postgres.sh tls CERT KEY  # serve TLS with this certificate and key (PEM), as ssl=on
 #   scripts/postgres.sh tls off       # serve no TLS again
+#   scripts/postgres.sh standby FILE  # make a hot standby of this server (pg_basebackup -R,
+#                                     # streaming), start it on a free port, write its state to
+#                                     # FILE and print its URL: a read-only node, which
+#                                     # `DPD_POSTGRES_STATE=FILE scripts/postgres.sh …` controls
+#   scripts/postgres.sh promote       # pg_ctl promote: a standby becomes a writable primary
 #
 # The server uses Debian's packages (installed with apt-get when `initdb` is missing), keeps its
 # data in a fresh temporary directory owned by `postgres`, listens on 127.0.0.1 only, on a free
@@ -226,6 +231,46 @@ set_tls() {
   exit 1
 }
 
+# Makes a hot standby of the running server in a fresh directory, streaming from it, starts it
+# on a free port, and writes its state to $1 (so that the other commands control it with
+# DPD_POSTGRES_STATE=$1). Prints its URL once it accepts read-only connections.
+make_standby() {
+  local target="$1" primary_port="$PORT" standby_dir standby_port psql="$BIN/psql"
+  [[ -x "$psql" ]] || psql="$(command -v psql)"
+  standby_dir="$(mktemp -d "${TMPDIR:-/tmp}/dpd-postgres.XXXXXX")"
+  chmod 755 "$standby_dir"
+  if [[ $(id -u) -eq 0 ]]; then chown postgres: "$standby_dir"; fi
+  as_owner "$BIN/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U postgres -D "$standby_dir/data" \
+    -R -X stream --checkpoint=fast --no-sync >"$standby_dir/basebackup.log" 2>&1 || {
+    cat "$standby_dir/basebackup.log" >&2
+    exit 1
+  }
+  DIR="$standby_dir"
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    PORT="$(free_port)"
+    if start_server; then
+      break
+    fi
+    log "standby start on port $PORT failed (attempt $attempt)"
+    tail -5 "$DIR/server.log" >&2 || true
+    if [[ $attempt -eq 5 ]]; then exit 1; fi
+  done
+  URL="postgres://postgres@127.0.0.1:$PORT/$database"
+  printf 'BIN=%q\nDIR=%q\nPORT=%q\nURL=%q\n' "$BIN" "$DIR" "$PORT" "$URL" >"$target"
+  for _ in $(seq 1 100); do
+    if as_owner "$psql" -w -h 127.0.0.1 -p "$PORT" -U postgres -d "$database" -Atc \
+      'SELECT pg_is_in_recovery()' 2>/dev/null | grep -qx t; then
+      echo "$URL"
+      return 0
+    fi
+    sleep 0.1
+  done
+  log "the standby did not accept connections; its log says:"
+  tail -5 "$DIR/server.log" >&2 || true
+  exit 1
+}
+
 postmaster_pid() {
   head -1 "$DIR/data/postmaster.pid"
 }
@@ -286,6 +331,24 @@ tls)
   }
   set_tls "${2:-}" "${3:-}"
   ;;
+standby)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  [[ -n "${2:-}" ]] || {
+    log "usage: $0 standby STATE_FILE"
+    exit 2
+  }
+  make_standby "$2"
+  ;;
+promote)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" -w -t 60 promote >/dev/null
+  ;;
 url)
   if is_running; then
     echo "$URL"
@@ -303,7 +366,7 @@ stop)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|pause|resume|tls CERT KEY|tls off" >&2
+  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|pause|resume|tls CERT KEY|tls off|standby FILE|promote" >&2
   exit 2
   ;;
 esac

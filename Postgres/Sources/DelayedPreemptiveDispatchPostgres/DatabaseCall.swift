@@ -185,7 +185,9 @@ extension PostgresDelayedPreemptiveQueue {
   static func isReadOnlyRefusal(_ error: any Error) -> Bool {
     switch error {
     case let error as PSQLError:
-      error.code == .server && error.serverInfo?[.sqlState] == SQLState.readOnlyTransaction
+      // `.server`, or `.listenFailed` for a LISTEN the server refused ("cannot execute LISTEN
+      // during recovery"), which keeps the server's fields.
+      error.serverInfo?[.sqlState] == SQLState.readOnlyTransaction
     case PostgresError.server(let error):
       error.fields[.sqlState] == SQLState.readOnlyTransaction
     default: false
@@ -376,7 +378,10 @@ struct CallFailure: Sendable {
     switch error {
     case let error as PostgresDelayedPreemptiveQueueError: return error
     case is CancellationError: return error
-    case let error as PSQLError where error.code == .server:
+    // A refusal by the server: `.server`, or `.listenFailed` for a refused LISTEN, which
+    // postgres-nio 1.33.2 reports with the server's fields too (a standby's "cannot execute
+    // LISTEN during recovery", SQLSTATE 25006), so that its SQLSTATE is kept.
+    case let error as PSQLError where error.serverInfo?[.sqlState] != nil:
       return server(
         sqlState: error.serverInfo?[.sqlState] ?? "?????",
         message: error.serverInfo?[.message] ?? "\(error.code)", sent: sent)

@@ -8,12 +8,23 @@ extension Worker {
     while !Task.isCancelled {
       do {
         try await queue.client.withConnection { connection in
-          try await connection.listen(on: SQLFragment.wakeChannel) { notifications in
-            await doorbell.ring()  // anything due meanwhile is found by the next claim
-            outage.ended()
-            for try await notification in notifications where notification.payload == queue.name {
-              await doorbell.ring()
+          do {
+            try await connection.listen(on: SQLFragment.wakeChannel) { notifications in
+              await doorbell.ring()  // anything due meanwhile is found by the next claim
+              outage.ended()
+              for try await notification in notifications
+              where notification.payload == queue.name {
+                await doorbell.ring()
+              }
             }
+          } catch {
+            // A standby refuses LISTEN ("during recovery"): its connection is closed, as every
+            // call closes one that met a read-only node, so that the next one goes where the
+            // service's name, address or proxy points now.
+            if PostgresDelayedPreemptiveQueue<Value>.isReadOnlyRefusal(error) {
+              try? await connection.close()
+            }
+            throw error
           }
         }
       } catch {
