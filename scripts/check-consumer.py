@@ -19,7 +19,12 @@ repository's committed HEAD: commit first) and `-c protocol.file.allow=always` s
 a local path as a submodule's URL, writes the files, and runs `swift build` in it. It prints how
 long the build took. With `--run URL`, it then starts the built service with `DATABASE_URL` set
 to a database made for it on the server of URL (never migrated), waits until its worker has
-migrated the schema and started, stops it with SIGTERM, and expects it to exit 0 within 60 s.
+migrated the schema and started, then runs the `sql` block after `<!-- consumer: sql -->` in
+`WorkThatCommitsWithYourData.md` (the `documents` table and its `dpd_delay` trigger) in that
+database, inserts a document and updates it at once, and expects the service's handler to log
+one run with the document's newest text (the trigger's value decodes as the service's `Edit`,
+and the two submissions were one burst). Then it stops the service with SIGTERM, and expects it
+to exit 0 within 60 s.
 """
 
 from __future__ import annotations
@@ -42,14 +47,17 @@ ARTICLE = (
     ROOT / "Postgres" / "Sources" / "DelayedPreemptiveDispatchPostgres"
     / "DelayedPreemptiveDispatchPostgres.docc" / "GettingStarted.md"
 )
+TRIGGER_ARTICLE = ARTICLE.parent / "WorkThatCommitsWithYourData.md"
 COMMANDS_MARKER = "<!-- consumer: commands -->"
+SQL_MARKER = "<!-- consumer: sql -->"
 FILE_MARKER = re.compile(r"<!-- snippet: skip \(consumer: (?P<path>[^;]+);.*-->")
 FENCE = re.compile(r"^```(?P<info>\w*)\s*$")
 REPOSITORY_URL = re.compile(r"https://github\.com/OWNER/DelayedPreemptiveDispatch\.git")
 
 
 def blocks(text: str) -> tuple[list[str], dict[str, str]]:
-    """The article's commands, and its files by path."""
+    """The article's commands, and its files by path (the block after the SQL marker under the
+    path `sql`)."""
     commands: list[str] = []
     files: dict[str, str] = {}
     lines = text.splitlines()
@@ -70,6 +78,8 @@ def blocks(text: str) -> tuple[list[str], dict[str, str]]:
         index += 1
         if previous == COMMANDS_MARKER:
             commands += [line for line in body if line.strip()]
+        elif previous == SQL_MARKER:
+            files["sql"] = "\n".join(body) + "\n"
         elif marker := FILE_MARKER.match(previous):
             files[marker["path"].strip()] = "\n".join(body) + "\n"
         previous = ""
@@ -94,7 +104,42 @@ def psql(url: str, sql: str) -> None:
     subprocess.run(["psql", url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql], check=True)
 
 
-def run_service(folder: Path, server_url: str) -> None:
+def wait_for(log: Path, text: str, seconds: float, service: subprocess.Popen) -> bool:
+    """Whether `text` appears in the service's log within `seconds`, while it runs."""
+    deadline = time.monotonic() + seconds
+    while text not in log.read_text() and time.monotonic() < deadline:
+        if service.poll() is not None:
+            break
+        time.sleep(0.1)
+    return text in log.read_text()
+
+
+def check_trigger(url: str, sql: str, log: Path, service: subprocess.Popen) -> None:
+    """Installs the article's trigger, inserts and updates a document in one go, and expects
+    one run of the service's handler with the newest text."""
+    subprocess.run(
+        ["psql", url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-"], input=sql.encode(),
+        check=True,
+    )
+    psql(
+        url,
+        "INSERT INTO documents (id, body) VALUES (42, 'first draft'); "
+        "UPDATE documents SET body = 'second draft' WHERE id = 42;",
+    )
+    # The trigger's delay is 2 s; the run and its log line follow.
+    expected = "reindexing 42: second draft (fence "
+    if not wait_for(log, expected, 30, service):
+        service.kill()
+        sys.exit(f"error: the trigger's submission did not run as an Edit:\n{log.read_text()}")
+    time.sleep(1)
+    text = log.read_text()
+    if text.count("reindexing 42:") != 1 or "first draft" in text or "does not decode" in text:
+        service.kill()
+        sys.exit(f"error: the trigger's two submissions were not one run of the newest text:\n{text}")
+    print("The article's trigger submitted an Edit that the service ran once, with the newest text.")
+
+
+def run_service(folder: Path, server_url: str, sql: str) -> None:
     """Runs the built service against a fresh database; raises if it does not start and stop."""
     database = "dpd_consumer_" + uuid.uuid4().hex[:8]
     psql(server_url, f"CREATE DATABASE {database}")
@@ -107,15 +152,10 @@ def run_service(folder: Path, server_url: str) -> None:
                 [str(binary)], cwd=folder, stdout=output, stderr=subprocess.STDOUT,
                 env=dict(os.environ, DATABASE_URL=url),
             )
-        deadline = time.monotonic() + 60
-        while "worker started" not in log.read_text() and time.monotonic() < deadline:
-            if service.poll() is not None:
-                break
-            time.sleep(0.1)
-        text = log.read_text()
-        if "worker started" not in text:
+        if not wait_for(log, "worker started", 60, service):
             service.kill()
-            sys.exit(f"error: the service did not start its worker:\n{text}")
+            sys.exit(f"error: the service did not start its worker:\n{log.read_text()}")
+        check_trigger(url, sql, log, service)
         service.send_signal(signal.SIGTERM)
         status = service.wait(timeout=60)
         text = log.read_text()
@@ -136,6 +176,9 @@ def main() -> int:
     commands, files = blocks(ARTICLE.read_text(encoding="utf-8"))
     if not commands or "Package.swift" not in files or len(files) < 2:
         sys.exit(f"error: {ARTICLE.name} lost its consumer markers (commands, Package.swift, a source)")
+    sql = blocks(TRIGGER_ARTICLE.read_text(encoding="utf-8"))[1].get("sql")
+    if not sql or "dpd_delay" not in sql:
+        sys.exit(f"error: {TRIGGER_ARTICLE.name} lost its consumer marker (the trigger's sql block)")
     folder = Path(tempfile.mkdtemp(prefix="dpd-consumer-"))
     if ROOT in folder.parents:
         sys.exit(f"error: {folder} is inside the repository; set TMPDIR elsewhere")
@@ -163,7 +206,7 @@ def main() -> int:
             f"{os.cpu_count()} cores at load {os.getloadavg()[0]:.1f}."
         )
         if server_url:
-            run_service(service, server_url)
+            run_service(service, server_url, sql)
     finally:
         if keep:
             print(f"Kept {folder}")
