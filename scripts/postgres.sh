@@ -14,11 +14,16 @@
 #   scripts/postgres.sh resume  # SIGCONT them all
 #   scripts/postgres.sh tls CERT KEY  # serve TLS with this certificate and key (PEM), as ssl=on
 #   scripts/postgres.sh tls off       # serve no TLS again
-#   scripts/postgres.sh standby FILE  # make a hot standby of this server (pg_basebackup -R,
+#   scripts/postgres.sh standby FILE [NAME]
+#                                     # make a hot standby of this server (pg_basebackup -R,
 #                                     # streaming), start it on a free port, write its state to
 #                                     # FILE and print its URL: a read-only node, which
-#                                     # `DPD_POSTGRES_STATE=FILE scripts/postgres.sh …` controls
+#                                     # `DPD_POSTGRES_STATE=FILE scripts/postgres.sh …` controls.
+#                                     # NAME, its cluster_name, is the application_name it
+#                                     # streams as, which synchronous_standby_names can name
 #   scripts/postgres.sh promote       # pg_ctl promote: a standby becomes a writable primary
+#   scripts/postgres.sh crash         # pg_ctl stop -m immediate, keeping the data: a primary
+#                                     # that dies (no shutdown checkpoint); `up` starts it again
 #
 # The server uses Debian's packages (installed with apt-get when `initdb` is missing), keeps its
 # data in a fresh temporary directory owned by `postgres`, listens on 127.0.0.1 only, on a free
@@ -235,7 +240,7 @@ set_tls() {
 # on a free port, and writes its state to $1 (so that the other commands control it with
 # DPD_POSTGRES_STATE=$1). Prints its URL once it accepts read-only connections.
 make_standby() {
-  local target="$1" primary_port="$PORT" standby_dir standby_port psql="$BIN/psql"
+  local target="$1" name="${2:-}" primary_port="$PORT" standby_dir psql="$BIN/psql"
   [[ -x "$psql" ]] || psql="$(command -v psql)"
   standby_dir="$(mktemp -d "${TMPDIR:-/tmp}/dpd-postgres.XXXXXX")"
   chmod 755 "$standby_dir"
@@ -245,6 +250,9 @@ make_standby() {
     cat "$standby_dir/basebackup.log" >&2
     exit 1
   }
+  if [[ -n "$name" ]]; then
+    as_owner sh -c "echo \"cluster_name = '$name'\" >>'$standby_dir/data/postgresql.auto.conf'"
+  fi
   DIR="$standby_dir"
   local attempt
   for attempt in 1 2 3 4 5; do
@@ -340,7 +348,14 @@ standby)
     log "usage: $0 standby STATE_FILE"
     exit 2
   }
-  make_standby "$2"
+  make_standby "$2" "${3:-}"
+  ;;
+crash)
+  is_running || {
+    log "no server running"
+    exit 1
+  }
+  as_owner "$BIN/pg_ctl" -D "$DIR/data" -m immediate -w -t 60 stop >/dev/null
   ;;
 promote)
   is_running || {
@@ -366,7 +381,7 @@ stop)
   fi
   ;;
 *)
-  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|pause|resume|tls CERT KEY|tls off|standby FILE|promote" >&2
+  echo "usage: $0 start|stop|url|restart|down|up|freeze|thaw|pause|resume|tls CERT KEY|tls off|standby FILE [NAME]|promote|crash" >&2
   exit 2
   ;;
 esac

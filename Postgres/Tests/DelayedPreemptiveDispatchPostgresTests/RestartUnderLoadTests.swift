@@ -87,12 +87,22 @@ extension PostgresOutageTests {
     var alive = 0
     var drained: Duration?
     var errors: [String] = []
+    /// Pairs of finished runs of one key that overlapped (P3; none expected within the lease).
+    var overlaps = 0
+    /// Failovers only: from the moment the service's name points at the writable primary to
+    /// the first run any worker started after it.
+    var switchToFirstClaim: Duration?
+    /// Failovers only: whether every fence handed out after the switch is greater than every
+    /// fence handed out before the primary died.
+    var fencesOrdered: Bool?
 
     var description: String {
       "acknowledged \(acknowledged) delays over \(keys) keys, lost \(lost.count) \(lost), "
         + "pending after the drain \(pending.count), stranded claims \(stranded.count) "
         + "\(stranded), kept failures \(failures), workers alive \(alive) of 3, drained in "
-        + "\(drained.map { "\($0)" } ?? "never")"
+        + "\(drained.map { "\($0)" } ?? "never"), overlapping runs \(overlaps)"
+        + (switchToFirstClaim.map { ", first claim \($0) after the switch" } ?? "")
+        + (fencesOrdered.map { ", fences ordered across the failover: \($0)" } ?? "")
     }
   }
 
@@ -130,14 +140,28 @@ extension PostgresOutageTests {
   }
 
   func outageOnce(_ outage: LoadedOutage, load: Load) async throws -> RestartOutcome {
+    try await Self.underLoad(load: load, url: FaultServer.url) {
+      try await outage.happen()
+      return nil
+    }
+  }
+
+  /// Producers and three worker processes (the third joins after `happen`) on the database at
+  /// `url`, through `happen`, then the checker: every acknowledged `delay` ran with its value or
+  /// a newer one. `happen` returns the moment the service's name points at a writable primary
+  /// again, for a failover (nil for an outage of one server). The checker reads through
+  /// `checkerURL` when given (a failover's new primary, directly: a connection through the
+  /// service's name could still reach a node left behind), else through `url`.
+  static func underLoad(
+    load: Load, url: String, checkerURL: String? = nil,
+    happen: @escaping @Sendable () async throws -> Date?
+  ) async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
-      "outage-load", lease: .milliseconds(load.leaseMilliseconds), maxAttempts: 50,
-      url: FaultServer.url
+      "outage-load", lease: .milliseconds(load.leaseMilliseconds), maxAttempts: 50, url: url
     ) { queue, client in
       var queue = queue
       queue.connectionTimeout = .seconds(4)
       try await RunTable.create(client)
-      let table = RunTable(client: client, name: queue.name)
       let logs = FileManager.default.temporaryDirectory.appendingPathComponent(queue.name)
       try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
       defer { try? FileManager.default.removeItem(at: logs) }
@@ -151,7 +175,7 @@ extension PostgresOutageTests {
       for index in 0..<2 {
         workers.append(
           try WorkerProcess(
-            ["--name", queue.name, "--quiet", "--record"] + flags, url: FaultServer.url,
+            ["--name", queue.name, "--quiet", "--record"] + flags, url: url,
             errorFile: logs.appendingPathComponent("worker-\(index).log")))
       }
       for worker in workers { await worker.waitUntilReady() }
@@ -184,17 +208,38 @@ extension PostgresOutageTests {
         }
       }
       try await Task.sleep(for: .seconds(4))
-      try await outage.happen()
+      let switched = try await happen()
       try await Task.sleep(for: .seconds(3))
       workers.append(
         try WorkerProcess(
-          ["--name", queue.name, "--quiet", "--record"] + flags, url: FaultServer.url,
+          ["--name", queue.name, "--quiet", "--record"] + flags, url: url,
           errorFile: logs.appendingPathComponent("worker-2.log")))
       await workers[2].waitUntilReady()
       try await Task.sleep(for: .seconds(2))
       stop.set()
       await producing.value
 
+      let (checking, name) = (checkerURL ?? url, queue.name)
+      let started = workers
+      return try await TestDatabase.withClient(url: checking) { checker, configuration in
+        var checked = PostgresDelayedPreemptiveQueue<String>(
+          client: checker, configuration: configuration, name: name)
+        checked.connectionTimeout = .seconds(4)
+        let checkedTable = RunTable(client: checker, name: name)
+        return try await Self.check(
+          queue: checked, table: checkedTable, client: checker, workers: started,
+          spinners: spinners, producers: producers, logs: logs, switched: switched)
+      }
+    }
+  }
+
+  /// The checker of ``underLoad(load:url:checkerURL:happen:)``, once the producers stopped.
+  private static func check(
+    queue: PostgresDelayedPreemptiveQueue<String>, table: RunTable, client: PostgresClient,
+    workers: [WorkerProcess], spinners: [Spinner], producers: ProducerLog, logs: URL,
+    switched: Date?
+  ) async throws -> RestartOutcome {
+    do {  // one scope, as the test's closure was
       var outcome = RestartOutcome()
       let drainStart = ContinuousClock.now
       if try await queue.drains(within: .seconds(45), every: .milliseconds(250)) {
@@ -214,6 +259,12 @@ extension PostgresOutageTests {
       outcome.lost = lastAcknowledged.filter { key, value in (newestRun[key] ?? 0) < value }
         .map(\.key).sorted()
       outcome.failures = try await queue.failures().count
+      outcome.overlaps = try await table.overlaps()
+      if let switched {
+        let (first, ordered) = try await table.failover(at: switched)
+        outcome.switchToFirstClaim = first
+        outcome.fencesOrdered = ordered
+      }
       let logText = (0..<3).map { index in
         (try? String(
           contentsOf: logs.appendingPathComponent("worker-\(index).log"), encoding: .utf8)) ?? ""
@@ -329,6 +380,24 @@ extension RunTable {
       """)
     for try await row in rows.decode(String.self) { found.append(row) }
     return found
+  }
+
+  /// After a failover whose switch came at `switched`: from the switch to the first run started
+  /// after it (nil: none), and whether every fence of a run started after it is greater than
+  /// every fence of a run started before it.
+  func failover(at switched: Date) async throws -> (Duration?, Bool) {
+    let rows = try await client.query(
+      """
+      SELECT extract(epoch FROM min(started) FILTER (WHERE started >= \(switched))
+          - \(switched)::timestamptz)::float8,
+        coalesce(max(fence) FILTER (WHERE started < \(switched)), 0)
+          < coalesce(min(fence) FILTER (WHERE started >= \(switched)), 9223372036854775807)
+      FROM dpd_test_runs WHERE name = \(name)
+      """)
+    for try await (first, ordered) in rows.decode((Double?, Bool).self) {
+      return (first.map { .milliseconds($0 * 1000) }, ordered)
+    }
+    return (nil, true)
   }
 
   /// Each key's newest value (values are increasing numbers per key) among its finished runs.
