@@ -5,7 +5,7 @@ import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// Upgrading a database of schema version 2 in place (through versions 3, 4, 5 and 6), with
+/// Upgrading a database of schema version 2 in place (through versions 3 to 7), with
 /// bursts in every state, from several replicas at once. Runs in a database of its own.
 @Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresMigrationTests {
@@ -69,7 +69,7 @@ struct PostgresMigrationTests {
       try await group.waitForAll()
     }
     try await queue.migrate()
-    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "6")
+    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "7")
     // Version 6: the functions of submission and the queue's stored options.
     #expect(
       try await Self.text(
@@ -105,6 +105,26 @@ struct PostgresMigrationTests {
     #expect(try await Self.later(client, "waiting") == "[]")
     #expect(try await queue.pendingCount() == 3)
     #expect(try await queue.failures().map(\.value) == [["f1"]])
+    // Version 7: time is read through `dpd_now()`, the defaults included, and a session's
+    // `dpd.now` sets it; an empty setting is the real clock again.
+    #expect(
+      try await Self.text(
+        client,
+        """
+        SELECT string_agg(pg_get_expr(adbin, adrelid), ',' ORDER BY adrelid::regclass::text)
+        FROM pg_attrdef JOIN pg_attribute ON attrelid = adrelid AND attnum = adnum
+        WHERE attname IN ('failed_at', 'migrated_at')
+        """) == "dpd_now(),dpd_now()")
+    try await client.withConnection { connection in
+      try await connection.query("SET dpd.now = '2001-02-03 04:05:06+00'", logger: Self.logger)
+      let rows = try await connection.query(
+        "SELECT (dpd_now() = '2001-02-03 04:05:06+00')::text", logger: Self.logger)
+      #expect(try await rows.collect().first?.decode(String.self) == "true")
+      try await connection.query("RESET dpd.now", logger: Self.logger)
+      let real = try await connection.query(
+        "SELECT (abs(extract(epoch FROM dpd_now() - now())) < 3600)::text", logger: Self.logger)
+      #expect(try await real.collect().first?.decode(String.self) == "true")
+    }
 
     // The old replica's runs end under the new schema: the burst behind one runs after it.
     func burst(_ key: String, _ claim: UUID) -> ClaimedBurst {

@@ -22,7 +22,7 @@ struct CancelStatement: PostgresPreparedStatement {
     """
     WITH cancelled AS (
         SELECT key, last_start + \(spacing) * interval '1 millisecond' AS spaced_until,
-          coalesce(last_start + \(spacing) * interval '1 millisecond' > clock_timestamp(), false)
+          coalesce(last_start + \(spacing) * interval '1 millisecond' > dpd_now(), false)
             AS rests
         FROM dpd_bursts
         WHERE name = \(name) AND key = \(key) AND claim IS NULL AND \(SQLFragment.holdsWork)

@@ -40,7 +40,7 @@ struct ClaimStatement: PostgresPreparedStatement {
         claim IS NOT NULL AND attempts >= $5 AS exhausted, attempts, value, later, submissions,
         traces
       FROM dpd_bursts
-      WHERE name = $1 AND \(SQLFragment.holdsWork) AND due_at <= clock_timestamp()
+      WHERE name = $1 AND \(SQLFragment.holdsWork) AND due_at <= dpd_now()
       ORDER BY due_at
       LIMIT $2
       FOR UPDATE SKIP LOCKED
@@ -53,7 +53,7 @@ struct ClaimStatement: PostgresPreparedStatement {
       ORDER BY due.key
     ), expired AS (
       SELECT key FROM dpd_bursts
-      WHERE name = $1 AND idle AND due_at <= clock_timestamp()
+      WHERE name = $1 AND idle AND due_at <= dpd_now()
       ORDER BY due_at
       LIMIT $2 * 2 + 100
       FOR UPDATE SKIP LOCKED
@@ -75,17 +75,17 @@ struct ClaimStatement: PostgresPreparedStatement {
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
       fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
       attempts = CASE WHEN \(exhausted) THEN 0 ELSE b.attempts + 1 END,
-      last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE clock_timestamp() END,
+      last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE dpd_now() END,
       due_at = CASE
         WHEN \(givesWay) THEN greatest(\(SQLFragment.nextHeadDue), \(SQLFragment.spacedFrom("$6")))
-        WHEN \(exhausted) THEN greatest(clock_timestamp(), \(SQLFragment.spacedFrom("$6")))
-        ELSE clock_timestamp() + greatest($4, $6) * interval '1 millisecond' END
+        WHEN \(exhausted) THEN greatest(dpd_now(), \(SQLFragment.spacedFrom("$6")))
+        ELSE dpd_now() + greatest($4, $6) * interval '1 millisecond' END
     FROM due WHERE b.name = $1 AND b.key = due.key
     RETURNING b.key, b.value::text, b.claim,
       CASE WHEN b.claim IS NULL THEN due.attempts ELSE b.attempts END, b.fence,
       b.claim IS NULL AND b.idle,
       due.taken_over,
-      (extract(epoch FROM clock_timestamp()
+      (extract(epoch FROM dpd_now()
         - greatest(b.deadline, \(SQLFragment.spacedFrom("$6", row: "due")))) * 1000)::float8,
       (b.traces -> 0 -> 'contexts')::text,
       coalesce((b.traces -> 0 ->> 'count')::int8,

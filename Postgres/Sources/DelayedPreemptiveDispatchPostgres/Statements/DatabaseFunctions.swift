@@ -32,13 +32,15 @@
 enum DatabaseFunctions {
   /// The statements that create or replace the functions, one string for `EXECUTE`.
   static let installation = """
+    \(Schema.clock)
+
     CREATE OR REPLACE FUNCTION dpd_submit(text, text[], text[], float8[], boolean, float8, int8,
       boolean, float8, text[] DEFAULT NULL)
     RETURNS boolean LANGUAGE plpgsql AS $dpd_submit$
     #variable_conflict use_column
     DECLARE
       notified boolean;
-      \(DelayStatement.now) timestamptz := clock_timestamp();
+      \(DelayStatement.now) timestamptz := dpd_now();
     BEGIN
       IF $10 IS NULL AND cardinality($2) = 1 THEN
         \(DelayStatement.upsertSQL(tracingContexts: false, single: true))

@@ -103,7 +103,7 @@ struct DelayStatement: PostgresPreparedStatement {
     EXISTS (
         SELECT 1 FROM upserted, earliest
         WHERE upserted.waiting AND (upserted.due_at < coalesce(earliest.at, 'infinity')
-          OR earliest.at < clock_timestamp() + interval '\(claimRaceMargin)'))
+          OR earliest.at < dpd_now() + interval '\(claimRaceMargin)'))
     """
 
   /// A submission also notifies when the earliest pending deadline is this close, or past. A
@@ -142,7 +142,7 @@ struct DelayStatement: PostgresPreparedStatement {
     (CASE WHEN b.submissions + 1 >= coalesce($7, 2147483647) THEN excluded.first_submitted
       ELSE \(mergedDeadline) END)
     """
-  /// The instant of the submissions: `dpd_submit`'s variable, read once from `clock_timestamp()`
+  /// The instant of the submissions: `dpd_submit`'s variable, read once from `dpd_now()`
   /// before the statement (see ``DatabaseFunctions``), so that the statement needs no join to
   /// read it.
   static let now = "submitted_at"

@@ -75,7 +75,7 @@ struct FailedStatement: PostgresPreparedStatement {
   private static let spent = "(b.attempts >= $4)"
   /// base × 2^(runs so far − 1), at most five minutes.
   private static let retryAt =
-    "clock_timestamp() + least($5 * power(2, greatest(b.attempts - 1, 0)), 300000) "
+    "dpd_now() + least($5 * power(2, greatest(b.attempts - 1, 0)), 300000) "
     + "* interval '1 millisecond'"
   /// The end of `minimumSpacing` after the failed run's start.
   private static let spacedUntil = SQLFragment.spacedAfterRun(since: "$9", spacing: "$8")

@@ -18,8 +18,8 @@ struct FlushStatement: PostgresPreparedStatement {
   static func rules(name: String, key: String) -> String {
     """
     WITH flushed AS (
-        UPDATE dpd_bursts SET deadline = clock_timestamp(), last_start = NULL,
-          due_at = CASE WHEN claim IS NULL THEN clock_timestamp() ELSE due_at END
+        UPDATE dpd_bursts SET deadline = dpd_now(), last_start = NULL,
+          due_at = CASE WHEN claim IS NULL THEN dpd_now() ELSE due_at END
         WHERE name = \(name) AND key = \(key) AND \(SQLFragment.holdsWork)
           AND (claim IS NULL OR later <> '[]'::jsonb)
         RETURNING 1

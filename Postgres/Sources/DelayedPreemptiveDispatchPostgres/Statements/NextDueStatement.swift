@@ -8,7 +8,7 @@ struct NextDueStatement: QueueReadStatement {
   typealias Row = Double?
 
   static let sql = """
-    SELECT (extract(epoch FROM min(due_at) - clock_timestamp()) * 1000)::float8
+    SELECT (extract(epoch FROM min(due_at) - dpd_now()) * 1000)::float8
     FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     """
   var name: String

@@ -44,8 +44,8 @@ struct GaugesStatement: QueueReadStatement {
   typealias Row = (pending: Int, overdueSeconds: Double)
 
   static let sql = """
-    SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(due_at) FILTER (
-      WHERE claim IS NULL AND due_at <= clock_timestamp())), 0)::float8
+    SELECT count(*), coalesce(extract(epoch FROM dpd_now() - min(due_at) FILTER (
+      WHERE claim IS NULL AND due_at <= dpd_now())), 0)::float8
     FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     """
   var name: String

@@ -12,7 +12,7 @@ struct ReleaseUnknownClaimsStatement: PostgresPreparedStatement {
 
   static let sql = """
     UPDATE dpd_bursts SET \(SQLFragment.releasedClaim),
-      attempts = greatest(attempts - 1, 0), due_at = least(due_at, clock_timestamp())
+      attempts = greatest(attempts - 1, 0), due_at = least(due_at, dpd_now())
     WHERE name = $1 AND owner = $2 AND claim IS NOT NULL AND NOT (claim = ANY($3))
     RETURNING key
     """

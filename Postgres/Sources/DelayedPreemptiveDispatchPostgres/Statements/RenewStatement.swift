@@ -15,7 +15,7 @@ struct RenewStatement: PostgresPreparedStatement {
       FOR UPDATE
     )
     UPDATE dpd_bursts AS b SET due_at = greatest(
-        clock_timestamp() + $3 * interval '1 millisecond', \(SQLFragment.spacedFrom("$4")))
+        dpd_now() + $3 * interval '1 millisecond', \(SQLFragment.spacedFrom("$4")))
     FROM held WHERE b.name = $1 AND b.key = held.key
     RETURNING b.claim
     """

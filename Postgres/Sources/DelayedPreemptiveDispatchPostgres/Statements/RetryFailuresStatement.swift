@@ -43,7 +43,7 @@ struct RetryFailuresStatement {
         submissions, traces)
       SELECT $1, r.key, r.bursts -> 0, r.bursts - 0, now.t, now.t, now.t, \(takesNoSubmissions),
         r.records
-      FROM retried AS r, (SELECT clock_timestamp() AS t) AS now
+      FROM retried AS r, (SELECT dpd_now() AS t) AS now
       ORDER BY r.key
       ON CONFLICT (name, key) DO UPDATE SET
         value = CASE WHEN \(claimed) THEN b.value ELSE excluded.value END,

@@ -1,6 +1,7 @@
 // The SQL of the queue lives in this folder, one statement (or one small family) per file, and
 // what several statements share is written once here. Every instant comes from the database's
-// `clock_timestamp()`, never from a replica's clock. Durations travel as milliseconds (float8).
+// clock through `dpd_now()` (`Schema.clock`), never from a replica's clock. Durations travel as
+// milliseconds (float8).
 // `$1` is always the queue's name. `b` is the alias of the row of `dpd_bursts` a statement
 // changes.
 
@@ -44,7 +45,7 @@ enum SQLFragment {
   /// if more bursts wait behind it (it reached `maxSubmissions`), else at the newest burst's
   /// deadline (which is the instant it reached `maxSubmissions`, if it did).
   static let nextHeadDue = """
-    (CASE WHEN jsonb_array_length(b.later) > 1 THEN clock_timestamp() ELSE b.deadline END)
+    (CASE WHEN jsonb_array_length(b.later) > 1 THEN dpd_now() ELSE b.deadline END)
     """
 
   /// The earliest instant at which the key's next run may start under `minimumSpacing` (the
@@ -84,7 +85,7 @@ enum SQLFragment {
   static func handlerStart(since: String) -> String {
     """
     (CASE WHEN b.last_start IS NULL THEN NULL WHEN \(since) < 0 THEN b.last_start
-      ELSE greatest(b.last_start, clock_timestamp() - \(since) * interval '1 millisecond') END)
+      ELSE greatest(b.last_start, dpd_now() - \(since) * interval '1 millisecond') END)
     """
   }
 
@@ -102,7 +103,7 @@ enum SQLFragment {
       \(started) AS started, b.later -> 0 AS next_value, b.later - 0 AS next_later,
           b.traces - 0 AS next_traces, greatest(\(nextHeadDue), \(spacedUntil)) AS next_due,
           \(spacedUntil) AS spaced_until,
-          \(spacing) > 0 AND coalesce(\(spacedUntil) > clock_timestamp(), false) AS rests
+          \(spacing) > 0 AND coalesce(\(spacedUntil) > dpd_now(), false) AS rests
       """
   }
 

@@ -55,9 +55,24 @@ import PostgresNIO
 /// `dpd_bursts.failed` stays for the replicas of the previous release, and is never set from
 /// this version on: the rows of version 5 that were kept as failed move to `dpd_failures`
 /// (their `failed_at` is the instant of the migration), and their rows are deleted.
+///
+/// Version 7 reads time in one place: `dpd_now()` (``clock``) is the only reading of the clock in
+/// every statement, function and column default; the defaults of `dpd_failures.failed_at` and
+/// `dpd_queues.migrated_at` become `dpd_now()`.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 6
+  static let version = 7
+
+  /// The database's clock, as every statement, function and default reads it: `clock_timestamp()`,
+  /// unless the session (or transaction) sets `dpd.now` to an instant, which tests do to move
+  /// time by steps. A `LANGUAGE sql` function of one expression, which the planner inlines into
+  /// each statement, so that it costs about what `clock_timestamp()` does; `VOLATILE`, as
+  /// `clock_timestamp()` is. An empty setting (what a `RESET` leaves) is the real clock.
+  static let clock = """
+    CREATE OR REPLACE FUNCTION dpd_now() RETURNS timestamptz LANGUAGE sql VOLATILE AS $dpd_now$
+      SELECT coalesce(nullif(current_setting('dpd.now', true), '')::timestamptz, clock_timestamp())
+    $dpd_now$;
+    """
 
   /// The SQLSTATE that the migration raises when the database is newer than this package.
   static let newerSchemaState = "DPD01"
@@ -170,6 +185,12 @@ enum Schema {
           DELETE FROM dpd_bursts WHERE failed;
           DROP INDEX IF EXISTS dpd_bursts_failed;
           UPDATE dpd_schema SET version = 6;
+        END IF;
+        IF found < 7 THEN
+          \(clock)
+          ALTER TABLE dpd_queues ALTER COLUMN migrated_at SET DEFAULT dpd_now();
+          ALTER TABLE dpd_failures ALTER COLUMN failed_at SET DEFAULT dpd_now();
+          UPDATE dpd_schema SET version = 7;
         END IF;
         IF (SELECT functions FROM dpd_schema) IS DISTINCT FROM md5(install) THEN
           EXECUTE install;

@@ -45,7 +45,7 @@ struct WaitingBurstsStatement: SnapshotStatement {
 
   static let sql = """
     SELECT key, extract(epoch FROM due_at)::float8,
-      (extract(epoch FROM due_at - clock_timestamp()) * 1000)::float8, submissions, attempts,
+      (extract(epoch FROM due_at - dpd_now()) * 1000)::float8, submissions, attempts,
       fence, count(*) OVER ()
     FROM dpd_bursts
     WHERE name = $1 AND \(SQLFragment.holdsWork) AND claim IS NULL AND \(chosenKeys)
@@ -71,7 +71,7 @@ struct RunningBurstsStatement: SnapshotStatement {
 
   static let sql = """
     SELECT key, coalesce(owner, ''), attempts, coalesce(fence, 0),
-      (extract(epoch FROM due_at - clock_timestamp()) * 1000)::float8, count(*) OVER ()
+      (extract(epoch FROM due_at - dpd_now()) * 1000)::float8, count(*) OVER ()
     FROM dpd_bursts
     WHERE name = $1 AND claim IS NOT NULL AND NOT failed AND \(chosenKeys)
     ORDER BY key LIMIT $4

@@ -14,7 +14,7 @@ struct StoreOptionsStatement: PostgresPreparedStatement {
     ), stored AS (
       INSERT INTO dpd_queues AS q (name, deadline_policy, max_wait_ms, max_submissions, merge,
         minimum_spacing_ms, migrated_at)
-      VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp())
+      VALUES ($1, $2, $3, $4, $5, $6, dpd_now())
       ON CONFLICT (name) DO UPDATE SET deadline_policy = excluded.deadline_policy,
         max_wait_ms = excluded.max_wait_ms, max_submissions = excluded.max_submissions,
         merge = excluded.merge, minimum_spacing_ms = excluded.minimum_spacing_ms,
