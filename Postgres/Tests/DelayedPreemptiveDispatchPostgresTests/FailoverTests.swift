@@ -162,11 +162,12 @@ struct PostgresFailoverTests {
   /// (a) The primary dies, `s1` is promoted, the proxy points at it and drops every connection.
   @Test func primaryKilledStandbyPromotedLosesNothing() async throws {
     try await expectSafe("failover") { cluster in
+      let crashed = monotonicSeconds()
       try await PostgresScript.run(["crash"], state: cluster.primaryState)
       try await PostgresScript.run(["promote"], state: cluster.syncState)
       try await cluster.target(cluster.syncURL)
       try await cluster.control("drop")
-      return Date()
+      return .init(crashed: crashed, switched: monotonicSeconds())
     }
   }
 
@@ -175,19 +176,22 @@ struct PostgresFailoverTests {
   /// unless the package closes them, as a DNS name that moved late leaves them.
   @Test func readOnlyNodeFirstThenPromotedStandbyLosesNothing() async throws {
     try await expectSafe("failover through a read-only node") { cluster in
+      let crashed = monotonicSeconds()
       try await PostgresScript.run(["crash"], state: cluster.primaryState)
       try await cluster.target(cluster.readOnlyURL)
       try await cluster.control("drop")
       try await Task.sleep(for: .seconds(5))
       try await PostgresScript.run(["promote"], state: cluster.syncState)
       try await cluster.target(cluster.syncURL)
-      return Date()
+      return .init(crashed: crashed, switched: monotonicSeconds())
     }
   }
 
   func expectSafe(
     _ scenario: String,
-    _ failover: @escaping @Sendable (FailoverCluster) async throws -> Date
+    _ failover:
+      @escaping @Sendable (FailoverCluster) async throws ->
+      PostgresOutageTests.FailoverInstants
   ) async throws {
     var outcomes: [PostgresOutageTests.RestartOutcome] = []
     for run in 1...Self.runs {

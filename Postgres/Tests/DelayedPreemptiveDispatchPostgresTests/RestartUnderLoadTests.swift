@@ -90,10 +90,10 @@ extension PostgresOutageTests {
     /// Pairs of finished runs of one key that overlapped (P3; none expected within the lease).
     var overlaps = 0
     /// Failovers only: from the moment the service's name points at the writable primary to
-    /// the first run any worker started after it.
+    /// the first handler any worker started after it.
     var switchToFirstClaim: Duration?
-    /// Failovers only: whether every fence handed out after the switch is greater than every
-    /// fence handed out before the primary died.
+    /// Failovers only: whether the fence of every run whose handler started after the switch is
+    /// greater than the fence of every run whose handler started before the primary died.
     var fencesOrdered: Bool?
 
     var description: String {
@@ -146,15 +146,26 @@ extension PostgresOutageTests {
     }
   }
 
+  /// The instants of a failover, in seconds of this machine's `CLOCK_MONOTONIC`
+  /// (`monotonicSeconds()`), which the test workers record their handlers' starts in: a run's
+  /// recorded `started` is when its record was written, which a record retried through the
+  /// outage can move past the switch.
+  struct FailoverInstants: Sendable {
+    /// Just before the primary was killed.
+    var crashed: Double
+    /// Just after the service's name pointed at the writable primary.
+    var switched: Double
+  }
+
   /// Producers and three worker processes (the third joins after `happen`) on the database at
   /// `url`, through `happen`, then the checker: every acknowledged `delay` ran with its value or
-  /// a newer one. `happen` returns the moment the service's name points at a writable primary
-  /// again, for a failover (nil for an outage of one server). The checker reads through
+  /// a newer one. `happen` returns the instants of a failover (nil for an outage of one
+  /// server). The checker reads through
   /// `checkerURL` when given (a failover's new primary, directly: a connection through the
   /// service's name could still reach a node left behind), else through `url`.
   static func underLoad(
     load: Load, url: String, checkerURL: String? = nil,
-    happen: @escaping @Sendable () async throws -> Date?
+    happen: @escaping @Sendable () async throws -> FailoverInstants?
   ) async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
       "outage-load", lease: .milliseconds(load.leaseMilliseconds), maxAttempts: 50, url: url
@@ -237,7 +248,7 @@ extension PostgresOutageTests {
   private static func check(
     queue: PostgresDelayedPreemptiveQueue<String>, table: RunTable, client: PostgresClient,
     workers: [WorkerProcess], spinners: [Spinner], producers: ProducerLog, logs: URL,
-    switched: Date?
+    switched: FailoverInstants?
   ) async throws -> RestartOutcome {
     do {  // one scope, as the test's closure was
       var outcome = RestartOutcome()
@@ -382,16 +393,19 @@ extension RunTable {
     return found
   }
 
-  /// After a failover whose switch came at `switched`: from the switch to the first run started
-  /// after it (nil: none), and whether every fence of a run started after it is greater than
-  /// every fence of a run started before it.
-  func failover(at switched: Date) async throws -> (Duration?, Bool) {
+  /// After a failover: from the switch to the first handler started after it (nil: none), and
+  /// whether every fence of a run whose handler started after the switch is greater than every
+  /// fence of a run whose handler started before the crash (handler starts on
+  /// `CLOCK_MONOTONIC`, as the test workers record them).
+  func failover(at instants: PostgresOutageTests.FailoverInstants) async throws -> (
+    Duration?, Bool
+  ) {
+    let (crashed, switched) = (instants.crashed, instants.switched)
     let rows = try await client.query(
       """
-      SELECT extract(epoch FROM min(started) FILTER (WHERE started >= \(switched))
-          - \(switched)::timestamptz)::float8,
-        coalesce(max(fence) FILTER (WHERE started < \(switched)), 0)
-          < coalesce(min(fence) FILTER (WHERE started >= \(switched)), 9223372036854775807)
+      SELECT min(monotonic) FILTER (WHERE monotonic >= \(switched)) - \(switched)::float8,
+        coalesce(max(fence) FILTER (WHERE monotonic < \(crashed)), 0)
+          < coalesce(min(fence) FILTER (WHERE monotonic >= \(switched)), 9223372036854775807)
       FROM dpd_test_runs WHERE name = \(name)
       """)
     for try await (first, ordered) in rows.decode((Double?, Bool).self) {

@@ -177,9 +177,15 @@ struct PostgresSpacingTests {
         #expect(try await row() == .idle)
         let state = try await ToolRun.run(["state", "--name", queue.name])
         #expect(state.status == 0, "\(state.errors)")
-        #expect(state.output.contains("pending: 0\nrunning: 0\nfailures: 0\n"), "\(state.output)")
-        #expect(state.output.contains("no bursts under the name \(queue.name):"), "\(state.output)")
-        #expect(!state.output.contains("\(queue.name) ("), "\(state.output)")
+        #expect(
+          state.output.contains("pending: 0\nwaiting: 0\nrunning: 0\nfailures: 0\n"),
+          "\(state.output)")
+        #expect(
+          state.output.contains("no bursts under the name \(queue.name): the queue is idle"),
+          "\(state.output)")
+        // The row kept for the spacing is no row in use (the names the tool lists for a name
+        // it does not know).
+        #expect(try await !queue.namesInUse().contains { $0.name == queue.name })
 
         // A submission after the burst is done still waits for the spacing from a's start.
         try await queue.delay("k", for: .zero, value: "b")
