@@ -94,6 +94,21 @@ start_server() {
      -c full_page_writes=off" >/dev/null
 }
 
+# Starts the server of $DIR on a free port, which it sets in $PORT; tries five ports, and says
+# which of them failed as "$1 on port N failed".
+start_on_free_port() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    PORT="$(free_port)"
+    if start_server; then
+      return 0
+    fi
+    log "$1 on port $PORT failed (attempt $attempt)"
+    tail -5 "$DIR/server.log" >&2 || true
+  done
+  exit 1
+}
+
 read_state() {
   [[ -f "$state" ]] || return 1
   # shellcheck disable=SC1090
@@ -138,16 +153,7 @@ start() {
     cat "$DIR/initdb.log" >&2
     exit 1
   }
-  local attempt
-  for attempt in 1 2 3 4 5; do
-    PORT="$(free_port)"
-    if start_server; then
-      break
-    fi
-    log "start on port $PORT failed (attempt $attempt)"
-    tail -5 "$DIR/server.log" >&2 || true
-    if [[ $attempt -eq 5 ]]; then exit 1; fi
-  done
+  start_on_free_port start
   as_owner "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres "$database"
   add_password_user
   URL="postgres://postgres@127.0.0.1:$PORT/$database"
@@ -254,16 +260,7 @@ make_standby() {
     as_owner sh -c "echo \"cluster_name = '$name'\" >>'$standby_dir/data/postgresql.auto.conf'"
   fi
   DIR="$standby_dir"
-  local attempt
-  for attempt in 1 2 3 4 5; do
-    PORT="$(free_port)"
-    if start_server; then
-      break
-    fi
-    log "standby start on port $PORT failed (attempt $attempt)"
-    tail -5 "$DIR/server.log" >&2 || true
-    if [[ $attempt -eq 5 ]]; then exit 1; fi
-  done
+  start_on_free_port "standby start"
   URL="postgres://postgres@127.0.0.1:$PORT/$database"
   printf 'BIN=%q\nDIR=%q\nPORT=%q\nURL=%q\n' "$BIN" "$DIR" "$PORT" "$URL" >"$target"
   for _ in $(seq 1 100); do
