@@ -43,6 +43,15 @@
 # Set DPD_POSTGRES_STATE to choose the state file.
 set -euo pipefail
 
+# The servers this script starts would inherit every descriptor it did, and keep them open for
+# their whole life: a test process's sockets (swift-nio opens them without close-on-exec), whose
+# close would then never reach their peer. Only standard input, output and error, and the
+# descriptor bash reads this script from (255), stay open.
+for fd in /proc/$$/fd/*; do
+  fd="${fd##*/}"
+  if [[ "$fd" -gt 2 && "$fd" -ne 255 ]]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+done
+
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 state="${DPD_POSTGRES_STATE:-${TMPDIR:-/tmp}/dpd-postgres-$(printf '%s' "$repo" | cksum | cut -d' ' -f1).state}"
 database=dpd

@@ -15,8 +15,10 @@ and answers `ok ...` or `error ...`:
     drop               closes every open connection, both sides (as a failover's switch does)
     blackhole on|off   on: forwards nothing more, in either direction, on open connections and
                        new ones, and closes none (packets dropped, no FIN, no RST: a partition);
-                       off: forwards again
-    status             the target, the open connections, whether it black-holes
+                       what arrives meanwhile, a close included, is held until `off`, which
+                       forwards it and then forwards again
+    status             the target, the open connections, how many of them their client has not
+                       closed, whether it black-holes
 
 `control` sends one command and prints the answer; it exits 1 on `error`.
 """
@@ -34,21 +36,51 @@ class Proxy:
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
         self.connections: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
+        # The connections whose client has not ended its side (a client that closes during a
+        # partition leaves its connection open towards the server until the heal).
+        self.clients: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
         self.open = asyncio.Event()
         self.open.set()
 
-    async def pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   ended=None) -> None:
+        """Forwards what `reader` gets to `writer`. While the proxy black-holes, it goes on
+        reading (so that it sees the end of the stream) but holds what it read, and the end of
+        the stream too, until the partition heals, as a network that drops packets delivers
+        nothing until TCP retransmits after the heal. `ended` is called when `reader` ends."""
+        held: list[bytes] = []
+        reading = None
         try:
             while True:
-                data = await reader.read(65536)
-                if not data:
-                    break
-                await self.open.wait()
-                writer.write(data)
+                if reading is None:
+                    reading = asyncio.ensure_future(reader.read(65536))
+                if held and not self.open.is_set():
+                    opening = asyncio.ensure_future(self.open.wait())
+                    await asyncio.wait({reading, opening}, return_when=asyncio.FIRST_COMPLETED)
+                    opening.cancel()
+                else:
+                    await asyncio.wait({reading})
+                if reading.done():
+                    data = reading.result()
+                    reading = None
+                    if not data:
+                        break
+                    held.append(data)
+                if held and self.open.is_set():
+                    writer.write(b"".join(held))
+                    held.clear()
+                    await writer.drain()
+            if ended is not None:
+                ended()
+            await self.open.wait()
+            if held:
+                writer.write(b"".join(held))
                 await writer.drain()
         except (ConnectionError, OSError):
             pass
         finally:
+            if reading is not None:
+                reading.cancel()
             close(writer)
 
     async def accept(self, client_reader, client_writer) -> None:
@@ -61,11 +93,14 @@ class Proxy:
             return
         pair = (client_writer, server_writer)
         self.connections.add(pair)
+        self.clients.add(pair)
         try:
             await asyncio.gather(
-                self.pipe(client_reader, server_writer), self.pipe(server_reader, client_writer))
+                self.pipe(client_reader, server_writer, lambda: self.clients.discard(pair)),
+                self.pipe(server_reader, client_writer))
         finally:
             self.connections.discard(pair)
+            self.clients.discard(pair)
 
     def command(self, line: str) -> str:
         words = line.split()
@@ -90,7 +125,8 @@ class Proxy:
         if words[0] == "status" and len(words) == 1:
             host, port = self.target
             state = "off" if self.open.is_set() else "on"
-            return f"ok target {host}:{port} connections {len(self.connections)} blackhole {state}"
+            return (f"ok target {host}:{port} connections {len(self.connections)} "
+                    f"clients {len(self.clients)} blackhole {state}")
         return f"error unknown command: {line.strip()}"
 
     async def control(self, reader, writer) -> None:

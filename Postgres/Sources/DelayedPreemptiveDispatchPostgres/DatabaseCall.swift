@@ -32,6 +32,7 @@ extension PostgresDelayedPreemptiveQueue {
     _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
   ) async throws -> Result {
     let call = BoundedCall<Result>()
+    let silence = SilentConnection()
     let failure = CallFailure(operation: operation, key: key, endpoint: endpoint)
     let limit = min(connectionTimeout, timeout ?? connectionTimeout)
     let client = client
@@ -49,16 +50,19 @@ extension PostgresDelayedPreemptiveQueue {
             // then fails unsent, and is not held until its timeout.
             guard !connection.isClosed else { throw PostgresError.connectionClosed }
             guard call.startSending(on: sender) else { throw CancellationError() }
+            silence.sent(on: connection)
             let result: Result
             do {
               result = try await body(connection)
             } catch {
+              await silence.answered(on: connection)
               // A connection to a read-only node is closed rather than given back, so that the
               // pool's next connection goes where the service's name, address or proxy points
               // now (the new primary after a failover), not to the same node again.
               if Self.isReadOnlyRefusal(error) { try? await connection.close() }
               throw error
             }
+            await silence.answered(on: connection)
             if let faults, faults.takesAnswer(of: operation) {
               try? await connection.close()
               throw LostAnswer(operation: operation)
@@ -98,6 +102,11 @@ extension PostgresDelayedPreemptiveQueue {
         let reason = "no answer within \(connectionTimeout)"
         let timeout = timers.add(at: start + TimeAmount(limit)) {
           call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
+          // A connection that carried no answer within the bound is closed, not given back: a
+          // partition (no FIN, no RST) would otherwise keep it, and the task that waits on it,
+          // leased for as long as the kernel retransmits (15 minutes with Linux's defaults), and
+          // the next call given it would wait as long. This is the package's keepalive.
+          silence.close()
         }
         // After `probeDelay` without a connection, the probe asks the server why there is none.
         let probing = Locked<Task<Void, Never>?>(nil)
@@ -226,6 +235,51 @@ func sleep(for duration: Duration) async -> Bool {
     return true
   } catch {
     return false
+  }
+}
+
+/// The connection one bounded call of the pool (or the spare) was sent on, for as long as its
+/// answer has not come: the call's bound closes it then (``close()``), and the call gives it
+/// back only once that close is done, so that a connection being closed is never lent to
+/// another call.
+final class SilentConnection: Sendable {
+  private enum State {
+    case waiting
+    case sent(PostgresConnection)
+    case closing
+    case answered
+  }
+  private let state = Locked(State.waiting)
+
+  /// The call was sent on `connection`.
+  func sent(on connection: PostgresConnection) {
+    state.withLock { state in
+      if case .waiting = state { state = .sent(connection) }
+    }
+  }
+
+  /// The call's answer (or error) came on `connection`: once this returns, the call may give
+  /// the connection back. If the bound is closing it, that close ends first.
+  func answered(on connection: PostgresConnection) async {
+    let closing = state.withLock { state -> Bool in
+      defer { state = .answered }
+      if case .closing = state { return true }
+      return false
+    }
+    if closing { try? await connection.closeFuture.get() }
+  }
+
+  /// The bound passed: closes the connection if the call was sent on it and is still waiting
+  /// for its answer.
+  func close() {
+    let connection = state.withLock { state -> PostgresConnection? in
+      guard case .sent(let connection) = state else { return nil }
+      state = .closing
+      return connection
+    }
+    // Outside the lock: closing can fail the statement at once, on this thread, and its
+    // callbacks take the call's own lock.
+    if let connection { _ = connection.close() as EventLoopFuture<Void> }
   }
 }
 

@@ -16,26 +16,14 @@ final class FailoverCluster: Sendable {
   let primaryURL: String
   let syncURL: String
   let readOnlyURL: String
-  let proxyPort: Int
-  let controlPort: Int
-  let proxy: Process
+  let proxy: TCPProxy
 
   /// The URL the service uses: the proxy's.
-  var url: String { "postgres://postgres@127.0.0.1:\(proxyPort)/dpd" }
+  var url: String { "postgres://postgres@127.0.0.1:\(proxy.port)/dpd" }
 
-  /// `scripts/tcp-proxy.py`.
-  static var proxyScript: String {
-    PostgresScript.path.deletingLastPathComponent().appendingPathComponent("tcp-proxy.py").path
-  }
-
-  private init(
-    states: (String, String, String), urls: (String, String, String), proxyPort: Int,
-    controlPort: Int, proxy: Process
-  ) {
+  private init(states: (String, String, String), urls: (String, String, String), proxy: TCPProxy) {
     (primaryState, syncState, readOnlyState) = states
     (primaryURL, syncURL, readOnlyURL) = urls
-    self.proxyPort = proxyPort
-    self.controlPort = controlPort
     self.proxy = proxy
   }
 
@@ -45,11 +33,9 @@ final class FailoverCluster: Sendable {
   static func start() async throws -> FailoverCluster {
     let prefix = "\(NSTemporaryDirectory())dpd-failover-\(UUID().uuidString.prefix(8))"
     let states = ("\(prefix)-primary.state", "\(prefix)-s1.state", "\(prefix)-s2.state")
-    let proxy = Process()
     do {
-      return try await start(states: states, proxy: proxy, portsFile: "\(prefix)-proxy.ports")
+      return try await start(states: states)
     } catch {
-      if proxy.isRunning { kill(proxy.processIdentifier, SIGKILL) }
       for state in [states.2, states.1, states.0] {
         try? await PostgresScript.run(["stop"], state: state)
       }
@@ -57,9 +43,7 @@ final class FailoverCluster: Sendable {
     }
   }
 
-  private static func start(
-    states: (String, String, String), proxy: Process, portsFile: String
-  ) async throws -> FailoverCluster {
+  private static func start(states: (String, String, String)) async throws -> FailoverCluster {
     try await PostgresScript.run(["start"], state: states.0)
     let primaryURL = try url(ofState: states.0)
     try await TestDatabase.administer(
@@ -68,17 +52,24 @@ final class FailoverCluster: Sendable {
     try await PostgresScript.run(["standby", states.2, "s2"], state: states.0)
     // Set after the standbys copied the primary's configuration: a promoted s1 waiting for a
     // synchronous standby named s1 would never commit again.
-    try await TestDatabase.administer(
-      "ALTER SYSTEM SET synchronous_standby_names = 's1'", on: primaryURL)
-    try await TestDatabase.administer("SELECT pg_reload_conf()", on: primaryURL)
+    try await synchronousStandby("s1", of: primaryURL)
     let urls = (primaryURL, try url(ofState: states.1), try url(ofState: states.2))
-    // The primary reports s1 as its synchronous standby before the test writes anything.
+    return FailoverCluster(
+      states: states, urls: urls, proxy: try await TCPProxy.start(to: primaryURL))
+  }
+
+  /// Makes the standby `name` the synchronous standby of the primary at `url`, and waits until
+  /// the primary reports it so, before the test writes anything.
+  static func synchronousStandby(_ name: String, of url: String) async throws {
+    try await TestDatabase.administer(
+      "ALTER SYSTEM SET synchronous_standby_names = '\(name)'", on: url)
+    try await TestDatabase.administer("SELECT pg_reload_conf()", on: url)
     let synchronous = try await TestDatabase.eventually(within: .seconds(20)) {
-      try await TestDatabase.withClient(url: primaryURL) { client, _ in
+      try await TestDatabase.withClient(url: url) { client, _ in
         for try await count in try await client.query(
           """
           SELECT count(*) FROM pg_stat_replication
-          WHERE application_name = 's1' AND sync_state = 'sync'
+          WHERE application_name = \(name) AND sync_state = 'sync'
           """
         ).decode(Int.self) {
           return count == 1
@@ -86,43 +77,23 @@ final class FailoverCluster: Sendable {
         return false
       }
     }
-    try #require(synchronous, "s1 never became the primary's synchronous standby")
-    // The proxy listens on ports the system picks, and says which in `portsFile`.
-    proxy.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    proxy.arguments = [
-      "python3", proxyScript, "serve", "--target", "127.0.0.1:\(try port(of: primaryURL))",
-      "--ports-file", portsFile,
-    ]
-    proxy.standardOutput = FileHandle.nullDevice
-    try proxy.run()
-    var ports: [Int] = []
-    let deadline = ContinuousClock.now + .seconds(30)
-    while ports.count != 2 && ContinuousClock.now < deadline && proxy.isRunning {
-      try await Task.sleep(for: .milliseconds(20))
-      let text = (try? String(contentsOfFile: portsFile, encoding: .utf8)) ?? ""
-      ports = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
-    }
-    try? FileManager.default.removeItem(atPath: portsFile)
-    try #require(ports.count == 2, "the proxy did not start within 30 s")
-    return FailoverCluster(
-      states: states, urls: urls, proxyPort: ports[0], controlPort: ports[1], proxy: proxy)
+    try #require(synchronous, "\(name) never became the synchronous standby of \(url)")
   }
 
   /// Sends the proxy a command (`target HOST:PORT`, `drop`, `blackhole on`…), and expects `ok`.
   func control(_ words: String...) async throws {
     let run = try await Command.run(
-      "python3", [Self.proxyScript, "control", "\(controlPort)"] + words, timeout: .seconds(10))
+      "python3", [TCPProxy.script, "control", "\(proxy.controlPort)"] + words,
+      timeout: .seconds(10))
     #expect(run.status == 0, "proxy \(words): \(run.output) \(run.errors)")
   }
 
   /// Points the proxy at the server of `url` for new connections.
-  func target(_ url: String) async throws {
-    try await control("target", "127.0.0.1:\(try Self.port(of: url))")
-  }
+  func target(_ url: String) async throws { try await proxy.target(url) }
 
   /// Stops the proxy and every server.
   func stop() async throws {
-    if proxy.isRunning { kill(proxy.processIdentifier, SIGKILL) }
+    proxy.stop()
     for state in [readOnlyState, syncState, primaryState] {
       try await PostgresScript.run(["stop"], state: state)
     }
@@ -132,15 +103,6 @@ final class FailoverCluster: Sendable {
     let text = try String(contentsOfFile: state, encoding: .utf8)
     let line = text.split(separator: "\n").first { $0.hasPrefix("URL=") }
     return try #require(line.map { String($0.dropFirst(4)) }, "no URL in \(state): \(text)")
-  }
-
-  static func port(of url: String) throws -> Int {
-    let afterColon = url.split(separator: ":").last ?? ""
-    return try #require(Int(afterColon.split(separator: "/").first ?? ""), "no port in \(url)")
-  }
-
-  deinit {
-    if proxy.isRunning { kill(proxy.processIdentifier, SIGKILL) }
   }
 }
 
