@@ -19,6 +19,14 @@
 #   (b) readOnlyNodeFirstThenPromotedStandbyLosesNothing: as (a), but the proxy points at the
 #       read-only s2 for 5 s first, then at the promoted s1 without dropping anything.
 #
+# and the partition scenarios (PostgresPartitionTests), on the test server with a proxy of their
+# own in front of one of the three workers (lease 2 s, fenced writes):
+#
+#   (c) aWorkerPartitionedForTwiceItsLeaseLosesNothingAndResumes: the proxy forwards nothing and
+#       closes nothing for 4 s, then forwards again; checked as above, and for stale writes
+#       applied and the partitioned worker's first claim after the heal;
+#       aWorkerPartitionedForTenTimesItsLeaseLosesNothingAndResumes: the same for 20 s.
+#
 # It prints one line per run of a scenario and a summary line per scenario, and exits non-zero
 # when any run broke a check. It needs what the Postgres tests need (Debian's PostgreSQL 15,
 # which scripts/postgres.sh installs when missing, and python3).
@@ -36,13 +44,14 @@ DPD_POSTGRES_URL="$(DPD_POSTGRES_STATE="$state" scripts/postgres.sh start)"
 export DPD_POSTGRES_URL DPD_FAILOVER_RUNS="$runs"
 
 swift build --package-path Postgres --build-tests -Xswiftc -warnings-as-errors
-filter="PostgresFailoverTests"
-if [[ -n "$match" ]]; then filter="PostgresFailoverTests.*${match}"; fi
+filter="PostgresFailoverTests|PostgresPartitionTests"
+if [[ -n "$match" ]]; then filter="(PostgresFailoverTests|PostgresPartitionTests).*${match}"; fi
 log="${TMPDIR:-/tmp}/dpd-faults-$$.log"
 status=0
 swift test --package-path Postgres -Xswiftc -warnings-as-errors --skip-build --filter "$filter" \
   >"$log" 2>&1 || status=$?
-grep -E "^(failover|failover through a read-only node)(, run [0-9]+ of [0-9]+)?: " "$log" || true
+grep -E "^(failover|failover through a read-only node|partition of [0-9]+ leases)(, run [0-9]+ of [0-9]+)?: " \
+  "$log" || true
 grep -E "Test run with|✘" "$log" | tail -20 || true
 rm -f "$log"
 exit "$status"

@@ -56,4 +56,55 @@ struct PostgresPartitionTests {
       #expect(answered)
     }
   }
+
+  /// (c) One worker partitioned from the database for twice its lease, under load: its
+  /// connections carry nothing and close nothing, while the database, the producers and the
+  /// other workers go on. Its runs' leases are taken over, their fenced writes land over no
+  /// greater fence, and it claims again on its own once the partition heals.
+  @Test func aWorkerPartitionedForTwiceItsLeaseLosesNothingAndResumes() async throws {
+    try await expectSafe("partition of 2 leases", for: .seconds(4))
+  }
+
+  /// (c) As above, for ten times the lease: long enough that every connection of the
+  /// partitioned worker carries a call that gets no answer within its bound.
+  @Test func aWorkerPartitionedForTenTimesItsLeaseLosesNothingAndResumes() async throws {
+    try await expectSafe("partition of 10 leases", for: .seconds(20))
+  }
+
+  func expectSafe(_ scenario: String, for partition: Duration) async throws {
+    var outcomes: [PostgresOutageTests.RestartOutcome] = []
+    for run in 1...PostgresFailoverTests.runs {
+      let proxy = try await TCPProxy.start(to: TestDatabase.url)
+      defer { proxy.stop() }
+      let outcome = try await PostgresOutageTests.underLoad(
+        load: .partition, url: TestDatabase.url,
+        partitionedURL: try proxy.url(through: TestDatabase.url)
+      ) {
+        let start = monotonicSeconds()
+        try await proxy.control("blackhole", "on")
+        try await Task.sleep(for: partition)
+        try await proxy.control("blackhole", "off")
+        return .init(crashed: start, switched: monotonicSeconds())
+      }
+      print("\(scenario), run \(run) of \(PostgresFailoverTests.runs): \(outcome)")
+      for line in outcome.errors.prefix(20) { print("  worker log: \(line)") }
+      outcomes.append(outcome)
+    }
+    let clean = outcomes.filter { $0.lost.isEmpty && $0.overlaps == 0 }.count
+    print("\(scenario): \(clean) of \(outcomes.count) runs lost nothing and overlapped nothing")
+    for outcome in outcomes {
+      #expect(outcome.lost.isEmpty)
+      #expect(outcome.pending.isEmpty)
+      #expect(outcome.stranded.isEmpty)
+      #expect(outcome.failures == 0)
+      #expect(outcome.overlaps == 0)
+      #expect(outcome.staleWritesApplied == 0)
+      #expect(outcome.alive == 3)
+      #expect(outcome.drained != nil)
+      let resumed = try #require(
+        outcome.healToFirstClaim, "the partitioned worker ran nothing after the heal")
+      #expect(resumed < PostgresFailoverTests.claimBound, "first claim \(resumed) after the heal")
+      #expect(outcome.errors.isEmpty, "error-level log lines: \(outcome.errors.prefix(5))")
+    }
+  }
 }

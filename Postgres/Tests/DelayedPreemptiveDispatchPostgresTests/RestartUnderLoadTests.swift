@@ -75,6 +75,12 @@ extension PostgresOutageTests {
     static let outsideCheck = Load(
       leaseMilliseconds: 10_000, handlerMaxMilliseconds: 40, delayMaxMilliseconds: 400,
       keysPerProducer: 26, recording: ["--record-timeout-ms", "0", "--record-retry-ms", "10000"])
+    /// The partition's: a lease of 2 s, so that twice and ten times the lease are 4 s and 20 s;
+    /// records bounded by 2 s (the default), so that a partitioned worker's handler throws
+    /// rather than waits, as a handler whose writes have a timeout would.
+    static let partition = Load(
+      leaseMilliseconds: 2000, handlerMaxMilliseconds: 400, delayMaxMilliseconds: 300,
+      keysPerProducer: 26)
   }
 
   struct RestartOutcome: Sendable, CustomStringConvertible {
@@ -95,6 +101,10 @@ extension PostgresOutageTests {
     /// Failovers only: whether the fence of every run whose handler started after the switch is
     /// greater than the fence of every run whose handler started before the primary died.
     var fencesOrdered: Bool?
+    /// Partitions only: from the heal to the first handler the partitioned worker started.
+    var healToFirstClaim: Duration?
+    /// Partitions only: fenced writes applied over a greater fence (``RunTable/staleWritesApplied()``).
+    var staleWritesApplied: Int?
 
     var description: String {
       "acknowledged \(acknowledged) delays over \(keys) keys, lost \(lost.count) \(lost), "
@@ -103,6 +113,9 @@ extension PostgresOutageTests {
         + "\(drained.map { "\($0)" } ?? "never"), overlapping runs \(overlaps)"
         + (switchToFirstClaim.map { ", first claim \($0) after the switch" } ?? "")
         + (fencesOrdered.map { ", fences ordered across the failover: \($0)" } ?? "")
+        + (healToFirstClaim.map { ", the partitioned worker's first claim \($0) after the heal" }
+          ?? "")
+        + (staleWritesApplied.map { ", stale writes applied \($0)" } ?? "")
     }
   }
 
@@ -164,7 +177,7 @@ extension PostgresOutageTests {
   /// `checkerURL` when given (a failover's new primary, directly: a connection through the
   /// service's name could still reach a node left behind), else through `url`.
   static func underLoad(
-    load: Load, url: String, checkerURL: String? = nil,
+    load: Load, url: String, checkerURL: String? = nil, partitionedURL: String? = nil,
     happen: @escaping @Sendable () async throws -> FailoverInstants?
   ) async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
@@ -184,9 +197,12 @@ extension PostgresOutageTests {
         ] + load.recording
       var workers: [WorkerProcess] = []
       for index in 0..<2 {
+        let partitioned = index == 0 && partitionedURL != nil
         workers.append(
           try WorkerProcess(
-            ["--name", queue.name, "--quiet", "--record"] + flags, url: url,
+            ["--name", queue.name, "--quiet", "--record"] + flags
+              + (partitionedURL != nil ? ["--fenced"] : []),
+            url: partitioned ? partitionedURL ?? url : url,
             errorFile: logs.appendingPathComponent("worker-\(index).log")))
       }
       for worker in workers { await worker.waitUntilReady() }
@@ -223,7 +239,8 @@ extension PostgresOutageTests {
       try await Task.sleep(for: .seconds(3))
       workers.append(
         try WorkerProcess(
-          ["--name", queue.name, "--quiet", "--record"] + flags, url: url,
+          ["--name", queue.name, "--quiet", "--record"] + flags
+            + (partitionedURL != nil ? ["--fenced"] : []), url: url,
           errorFile: logs.appendingPathComponent("worker-2.log")))
       await workers[2].waitUntilReady()
       try await Task.sleep(for: .seconds(2))
@@ -239,7 +256,8 @@ extension PostgresOutageTests {
         let checkedTable = RunTable(client: checker, name: name)
         return try await Self.check(
           queue: checked, table: checkedTable, client: checker, workers: started,
-          spinners: spinners, producers: producers, logs: logs, switched: switched)
+          spinners: spinners, producers: producers, logs: logs, switched: switched,
+          partitioned: partitionedURL != nil)
       }
     }
   }
@@ -248,7 +266,7 @@ extension PostgresOutageTests {
   private static func check(
     queue: PostgresDelayedPreemptiveQueue<String>, table: RunTable, client: PostgresClient,
     workers: [WorkerProcess], spinners: [Spinner], producers: ProducerLog, logs: URL,
-    switched: FailoverInstants?
+    switched: FailoverInstants?, partitioned: Bool
   ) async throws -> RestartOutcome {
     do {  // one scope, as the test's closure was
       var outcome = RestartOutcome()
@@ -270,11 +288,17 @@ extension PostgresOutageTests {
       outcome.lost = lastAcknowledged.filter { key, value in (newestRun[key] ?? 0) < value }
         .map(\.key).sorted()
       outcome.failures = try await queue.failures().count
-      outcome.overlaps = try await table.overlaps()
+      outcome.overlaps =
+        partitioned ? try await table.monotonicOverlaps() : try await table.overlaps()
       if let switched {
         let (first, ordered) = try await table.failover(at: switched)
         outcome.switchToFirstClaim = first
         outcome.fencesOrdered = ordered
+        if partitioned {
+          outcome.healToFirstClaim = try await table.firstStart(
+            by: "\(workers[0].process.processIdentifier)", after: switched.switched)
+          outcome.staleWritesApplied = try await table.staleWritesApplied()
+        }
       }
       let logText = (0..<3).map { index in
         (try? String(
@@ -412,6 +436,20 @@ extension RunTable {
       return (first.map { .milliseconds($0 * 1000) }, ordered)
     }
     return (nil, true)
+  }
+
+  /// From `instant` (`CLOCK_MONOTONIC`) to the first handler that `worker` (a process id)
+  /// started after it; nil when it started none.
+  func firstStart(by worker: String, after instant: Double) async throws -> Duration? {
+    let rows = try await client.query(
+      """
+      SELECT min(monotonic) - \(instant)::float8 FROM dpd_test_runs
+      WHERE name = \(name) AND worker = \(worker) AND monotonic >= \(instant)
+      """)
+    for try await first in rows.decode(Double?.self) {
+      return first.map { .milliseconds($0 * 1000) }
+    }
+    return nil
   }
 
   /// Each key's newest value (values are increasing numbers per key) among its finished runs.

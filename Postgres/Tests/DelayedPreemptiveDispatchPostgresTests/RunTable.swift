@@ -27,6 +27,13 @@ struct RunTable {
       ALTER TABLE dpd_test_runs ADD COLUMN IF NOT EXISTS attempt int,
         ADD COLUMN IF NOT EXISTS first_attempt_monotonic float8
       """)
+    // When the handler ended on CLOCK_MONOTONIC, and when its fenced write reached the server:
+    // a record held up by a partition lands late, and its `finished` would say when it landed.
+    try await client.query(
+      """
+      ALTER TABLE dpd_test_runs ADD COLUMN IF NOT EXISTS finished_monotonic float8,
+        ADD COLUMN IF NOT EXISTS fenced_write_at timestamptz
+      """)
     try await client.query(
       """
       CREATE TABLE IF NOT EXISTS dpd_test_fenced (
@@ -59,6 +66,34 @@ struct RunTable {
         ON a.name = b.name AND a.key = b.key AND a.id < b.id
         AND a.started < b.finished AND b.started < a.finished
       WHERE a.name = \(name)
+      """)
+  }
+
+  /// Pairs of finished runs of one key whose handlers ran at the same time, by when each
+  /// handler started and ended on the machine's `CLOCK_MONOTONIC` (the test workers record
+  /// both): a run's `finished` is when its record reached the server, which a partition can
+  /// hold up past the next run's start.
+  func monotonicOverlaps() async throws -> Int {
+    try await count(
+      """
+      SELECT count(*) FROM dpd_test_runs a JOIN dpd_test_runs b
+        ON a.name = b.name AND a.key = b.key AND a.id < b.id
+        AND a.monotonic < b.finished_monotonic AND b.monotonic < a.finished_monotonic
+      WHERE a.name = \(name)
+      """)
+  }
+
+  /// Fenced writes that were applied after a write of the same key with a greater fence (in
+  /// the order they reached the server): what the fencing recipe exists to prevent, and what a
+  /// takeover that handed out a fence no greater than the stale run's would allow.
+  func staleWritesApplied() async throws -> Int {
+    try await count(
+      """
+      SELECT count(*) FROM (
+        SELECT fence, max(fence) OVER (PARTITION BY key ORDER BY fenced_write_at, id
+          ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before
+        FROM dpd_test_runs WHERE name = \(name) AND fenced_write_applied) w
+      WHERE fence <= before
       """)
   }
 

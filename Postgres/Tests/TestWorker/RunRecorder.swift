@@ -29,26 +29,35 @@ struct RunRecorder: Sendable {
     throw RecorderError.noID
   }
 
-  func finished(_ run: Int) async throws {
+  /// `monotonic`: when the handler ended, on `CLOCK_MONOTONIC`.
+  func finished(_ run: Int, monotonic: Double) async throws {
     try await client.query(
-      "UPDATE dpd_test_runs SET finished = clock_timestamp() WHERE id = \(run)")
+      """
+      UPDATE dpd_test_runs SET finished = clock_timestamp(), finished_monotonic = \(monotonic)
+      WHERE id = \(run)
+      """)
   }
 
-  /// The fencing recipe of the docs: write only over an older fence. Returns whether it wrote.
+  /// The fencing recipe of the docs: write only over an older fence. Returns whether it wrote,
+  /// and records when the write reached the server.
   func fencedWrite(_ run: Int, key: String, value: String, fence: Int64) async throws -> Bool {
-    var applied = false
+    var written: Date?
     let rows = try await client.query(
       """
       INSERT INTO dpd_test_fenced AS f (name, key, value, fence)
       VALUES (\(name), \(key), \(value), \(fence))
       ON CONFLICT (name, key) DO UPDATE SET value = excluded.value, fence = excluded.fence
       WHERE f.fence < excluded.fence
-      RETURNING true
+      RETURNING clock_timestamp()
       """)
-    for try await _ in rows { applied = true }
+    for try await time in rows.decode(Date.self) { written = time }
     try await client.query(
-      "UPDATE dpd_test_runs SET fenced_write_applied = \(applied) WHERE id = \(run)")
-    return applied
+      """
+      UPDATE dpd_test_runs
+      SET fenced_write_applied = \(written != nil), fenced_write_at = \(written)
+      WHERE id = \(run)
+      """)
+    return written != nil
   }
 
   /// Records when (Unix time on this machine's clock) the run saw its cancellation.

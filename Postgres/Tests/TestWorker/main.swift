@@ -171,7 +171,8 @@ let batchWriter = Task {
       try await recording { try await recorder.cancelled(id, at: cancelledAt) }
     }
     if let id, cancelledAt == nil {
-      try await recording { try await recorder.finished(id) }
+      let ended = monotonicSeconds()
+      try await recording { try await recorder.finished(id, monotonic: ended) }
     }
     if !settings.quiet { print("ran \(run.key) = \(value)") }
   }
