@@ -17,7 +17,11 @@
 #   (a) primaryKilledStandbyPromotedLosesNothing: the primary killed (pg_ctl stop -m immediate),
 #       s1 promoted, the proxy switched to it and every connection dropped;
 #   (b) readOnlyNodeFirstThenPromotedStandbyLosesNothing: as (a), but the proxy points at the
-#       read-only s2 for 5 s first, then at the promoted s1 without dropping anything.
+#       read-only s2 for 5 s first, then at the promoted s1 without dropping anything;
+#   (e) switchoverBackToTheRebuiltOldPrimaryLosesNothing: (a), then the old primary rebuilt as a
+#       synchronous standby of s1 (pg_basebackup, named p2), then a planned switchover back to
+#       it: s1 stopped cleanly, p2 promoted, the proxy switched and every connection dropped;
+#       fences are checked across the second promotion;
 #
 # and the partition scenarios (PostgresPartitionTests), on the test server with a proxy of their
 # own in front of one of the three workers (lease 2 s, fenced writes):
@@ -50,7 +54,7 @@ log="${TMPDIR:-/tmp}/dpd-faults-$$.log"
 status=0
 swift test --package-path Postgres -Xswiftc -warnings-as-errors --skip-build --filter "$filter" \
   >"$log" 2>&1 || status=$?
-grep -E "^(failover|failover through a read-only node|partition of [0-9]+ leases)(, run [0-9]+ of [0-9]+)?: " \
+grep -E "^(failover|failover through a read-only node|switchover back|partition of [0-9]+ leases)(, run [0-9]+ of [0-9]+)?: " \
   "$log" || true
 grep -E "Test run with|✘" "$log" | tail -20 || true
 rm -f "$log"

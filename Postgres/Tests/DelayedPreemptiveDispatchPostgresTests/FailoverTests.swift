@@ -16,6 +16,8 @@ final class FailoverCluster: Sendable {
   let primaryURL: String
   let syncURL: String
   let readOnlyURL: String
+  /// The state file of the old primary rebuilt as a standby of `s1` (scenario (e)), once made.
+  var rebuiltState: String { primaryState.replacingOccurrences(of: "-primary.", with: "-p2.") }
   let proxy: TCPProxy
 
   /// The URL the service uses: the proxy's.
@@ -94,6 +96,9 @@ final class FailoverCluster: Sendable {
   /// Stops the proxy and every server.
   func stop() async throws {
     proxy.stop()
+    if FileManager.default.fileExists(atPath: rebuiltState) {
+      try await PostgresScript.run(["stop"], state: rebuiltState)
+    }
     for state in [readOnlyState, syncState, primaryState] {
       try await PostgresScript.run(["stop"], state: state)
     }
@@ -149,6 +154,32 @@ struct PostgresFailoverTests {
     }
   }
 
+  /// (e) After (a), the old primary is rebuilt as a synchronous standby of the new one
+  /// (`pg_basebackup` from `s1`, named `p2`), and a planned switchover moves the service back to
+  /// it: `s1` stops cleanly (`pg_ctl stop -m fast`), `p2` is promoted, the proxy points at it and
+  /// drops every connection. The instants are the switchover's, so that fences are checked
+  /// across the second promotion; every run before it came from the first.
+  @Test func switchoverBackToTheRebuiltOldPrimaryLosesNothing() async throws {
+    try await expectSafe("switchover back") { cluster in
+      try await PostgresScript.run(["crash"], state: cluster.primaryState)
+      try await PostgresScript.run(["promote"], state: cluster.syncState)
+      try await cluster.target(cluster.syncURL)
+      try await cluster.control("drop")
+      // The old primary's data is thrown away and made again from the new primary.
+      try await PostgresScript.run(["stop"], state: cluster.primaryState)
+      try await PostgresScript.run(
+        ["standby", cluster.rebuiltState, "p2"], state: cluster.syncState)
+      try await FailoverCluster.synchronousStandby("p2", of: cluster.syncURL)
+      let rebuiltURL = try FailoverCluster.url(ofState: cluster.rebuiltState)
+      let stopped = monotonicSeconds()
+      try await PostgresScript.run(["down"], state: cluster.syncState)
+      try await PostgresScript.run(["promote"], state: cluster.rebuiltState)
+      try await cluster.target(rebuiltURL)
+      try await cluster.control("drop")
+      return .init(crashed: stopped, switched: monotonicSeconds())
+    }
+  }
+
   func expectSafe(
     _ scenario: String,
     _ failover:
@@ -160,7 +191,11 @@ struct PostgresFailoverTests {
       let cluster = try await FailoverCluster.start()
       do {
         let outcome = try await PostgresOutageTests.underLoad(
-          load: .outsideCheck, url: cluster.url, checkerURL: cluster.syncURL
+          load: .outsideCheck, url: cluster.url,
+          checkerURL: {
+            FileManager.default.fileExists(atPath: cluster.rebuiltState)
+              ? try FailoverCluster.url(ofState: cluster.rebuiltState) : cluster.syncURL
+          }
         ) { try await failover(cluster) }
         print("\(scenario), run \(run) of \(Self.runs): \(outcome)")
         for line in outcome.errors.prefix(20) { print("  worker log: \(line)") }

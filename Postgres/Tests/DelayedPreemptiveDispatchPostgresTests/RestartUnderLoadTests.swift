@@ -174,10 +174,11 @@ extension PostgresOutageTests {
   /// `url`, through `happen`, then the checker: every acknowledged `delay` ran with its value or
   /// a newer one. `happen` returns the instants of a failover (nil for an outage of one
   /// server). The checker reads through
-  /// `checkerURL` when given (a failover's new primary, directly: a connection through the
+  /// `checkerURL`'s URL when it gives one, once `happen` returned (a failover's new primary, directly: a connection through the
   /// service's name could still reach a node left behind), else through `url`.
   static func underLoad(
-    load: Load, url: String, checkerURL: String? = nil, partitionedURL: String? = nil,
+    load: Load, url: String, checkerURL: @escaping @Sendable () throws -> String? = { nil },
+    partitionedURL: String? = nil,
     happen: @escaping @Sendable () async throws -> FailoverInstants?
   ) async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
@@ -247,7 +248,7 @@ extension PostgresOutageTests {
       stop.set()
       await producing.value
 
-      let (checking, name) = (checkerURL ?? url, queue.name)
+      let (checking, name) = (try checkerURL() ?? url, queue.name)
       let started = workers
       return try await TestDatabase.withClient(url: checking) { checker, configuration in
         var checked = PostgresDelayedPreemptiveQueue<String>(
