@@ -29,7 +29,12 @@
 #   (c) aWorkerPartitionedForTwiceItsLeaseLosesNothingAndResumes: the proxy forwards nothing and
 #       closes nothing for 4 s, then forwards again; checked as above, and for stale writes
 #       applied and the partitioned worker's first claim after the heal;
-#       aWorkerPartitionedForTenTimesItsLeaseLosesNothingAndResumes: the same for 20 s.
+#       aWorkerPartitionedForTenTimesItsLeaseLosesNothingAndResumes: the same for 20 s;
+#   (d) aWorkerWhoseClockJumpsForwardAndBackRunsNothingEarlyAndLosesNothing
+#       (PostgresClockJumpTests): one worker's wall clock (CLOCK_REALTIME only, through
+#       scripts/wall-clock-shim.c preloaded) jumps an hour forward, then an hour behind, then
+#       back; checked as above, and for sentinel bursts run before they were due and leases the
+#       jumping worker lost. It needs a C compiler (cc).
 #
 # It prints one line per run of a scenario and a summary line per scenario, and exits non-zero
 # when any run broke a check. It needs what the Postgres tests need (Debian's PostgreSQL 15,
@@ -48,13 +53,13 @@ DPD_POSTGRES_URL="$(DPD_POSTGRES_STATE="$state" scripts/postgres.sh start)"
 export DPD_POSTGRES_URL DPD_FAILOVER_RUNS="$runs"
 
 swift build --package-path Postgres --build-tests -Xswiftc -warnings-as-errors
-filter="PostgresFailoverTests|PostgresPartitionTests"
-if [[ -n "$match" ]]; then filter="(PostgresFailoverTests|PostgresPartitionTests).*${match}"; fi
+filter="PostgresFailoverTests|PostgresPartitionTests|PostgresClockJumpTests"
+if [[ -n "$match" ]]; then filter="(PostgresFailoverTests|PostgresPartitionTests|PostgresClockJumpTests).*${match}"; fi
 log="${TMPDIR:-/tmp}/dpd-faults-$$.log"
 status=0
 swift test --package-path Postgres -Xswiftc -warnings-as-errors --skip-build --filter "$filter" \
   >"$log" 2>&1 || status=$?
-grep -E "^(failover|failover through a read-only node|switchover back|partition of [0-9]+ leases)(, run [0-9]+ of [0-9]+)?: " \
+grep -E "^(failover|failover through a read-only node|switchover back|partition of [0-9]+ leases|clock jump)(, run [0-9]+ of [0-9]+)?: " \
   "$log" || true
 grep -E "Test run with|✘" "$log" | tail -20 || true
 rm -f "$log"

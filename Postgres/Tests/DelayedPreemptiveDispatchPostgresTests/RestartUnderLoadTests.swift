@@ -101,6 +101,15 @@ extension PostgresOutageTests {
     /// Failovers only: whether the fence of every run whose handler started after the switch is
     /// greater than the fence of every run whose handler started before the primary died.
     var fencesOrdered: Bool?
+    /// Clock jumps only: how many of the 20 sentinel bursts ran, and how many of those started
+    /// before they were due by the database's clock.
+    var sentinelsRan: Int?
+    var earlyRuns: Int?
+    /// Clock jumps only: the first worker's (the one whose clock jumps) log lines of a lost lease.
+    var firstWorkerLeasesLost: Int?
+    /// Clock jumps only: the least and the greatest difference, in seconds, between the first
+    /// worker's wall clock and the database's at its handlers' starts.
+    var firstWorkerClockSkew: (least: Double, greatest: Double)?
     /// Partitions only: from the heal to the first handler the partitioned worker started.
     var healToFirstClaim: Duration?
     /// Partitions only: fenced writes applied over a greater fence (``RunTable/staleWritesApplied()``).
@@ -116,6 +125,12 @@ extension PostgresOutageTests {
         + (healToFirstClaim.map { ", the partitioned worker's first claim \($0) after the heal" }
           ?? "")
         + (staleWritesApplied.map { ", stale writes applied \($0)" } ?? "")
+        + (sentinelsRan.map { ", sentinel bursts run \($0) of 20" } ?? "")
+        + (earlyRuns.map { ", run early \($0)" } ?? "")
+        + (firstWorkerLeasesLost.map { ", leases lost by the jumping worker \($0)" } ?? "")
+        + (firstWorkerClockSkew.map {
+          ", its clock from \(Int($0.least)) s to \(Int($0.greatest)) s off the database's"
+        } ?? "")
     }
   }
 
@@ -178,7 +193,8 @@ extension PostgresOutageTests {
   /// service's name could still reach a node left behind), else through `url`.
   static func underLoad(
     load: Load, url: String, checkerURL: @escaping @Sendable () throws -> String? = { nil },
-    partitionedURL: String? = nil,
+    partitionedURL: String? = nil, firstWorkerEnvironment: [String: String] = [:],
+    sentinelDelay: Duration? = nil,
     happen: @escaping @Sendable () async throws -> FailoverInstants?
   ) async throws -> RestartOutcome {
     try await TestDatabase.withQueue(
@@ -189,7 +205,12 @@ extension PostgresOutageTests {
       try await RunTable.create(client)
       let logs = FileManager.default.temporaryDirectory.appendingPathComponent(queue.name)
       try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
-      defer { try? FileManager.default.removeItem(at: logs) }
+      // The workers' logs are removed afterwards, unless DPD_KEEP_LOGS is set (to read them).
+      defer {
+        if ProcessInfo.processInfo.environment["DPD_KEEP_LOGS"] == nil {
+          try? FileManager.default.removeItem(at: logs)
+        }
+      }
       let flags =
         [
           "--concurrency", "4", "--lease-ms", "\(load.leaseMilliseconds)", "--max-attempts", "50",
@@ -204,7 +225,8 @@ extension PostgresOutageTests {
             ["--name", queue.name, "--quiet", "--record"] + flags
               + (partitionedURL != nil ? ["--fenced"] : []),
             url: partitioned ? partitionedURL ?? url : url,
-            errorFile: logs.appendingPathComponent("worker-\(index).log")))
+            errorFile: logs.appendingPathComponent("worker-\(index).log"),
+            environment: index == 0 ? firstWorkerEnvironment : [:]))
       }
       for worker in workers { await worker.waitUntilReady() }
       let spinners = try (0..<2).map { _ in try Spinner() }
@@ -236,6 +258,14 @@ extension PostgresOutageTests {
         }
       }
       try await Task.sleep(for: .seconds(4))
+      // Bursts that must not run before `sentinelDelay` has passed on the database's clock.
+      var sentinelsSubmitted: Date?
+      if let sentinelDelay {
+        sentinelsSubmitted = try await RunTable.databaseNow(client)
+        for index in 0..<20 {
+          try await queue.delay("sentinel-\(index)", for: sentinelDelay, value: "1")
+        }
+      }
       let switched = try await happen()
       try await Task.sleep(for: .seconds(3))
       workers.append(
@@ -250,6 +280,9 @@ extension PostgresOutageTests {
 
       let (checking, name) = (try checkerURL() ?? url, queue.name)
       let started = workers
+      let sentinels = sentinelsSubmitted.flatMap { submitted in
+        sentinelDelay.map { (submitted, $0) }
+      }
       return try await TestDatabase.withClient(url: checking) { checker, configuration in
         var checked = PostgresDelayedPreemptiveQueue<String>(
           client: checker, configuration: configuration, name: name)
@@ -258,7 +291,8 @@ extension PostgresOutageTests {
         return try await Self.check(
           queue: checked, table: checkedTable, client: checker, workers: started,
           spinners: spinners, producers: producers, logs: logs, switched: switched,
-          partitioned: partitionedURL != nil)
+          partitioned: partitionedURL != nil,
+          sentinels: sentinels)
       }
     }
   }
@@ -267,7 +301,7 @@ extension PostgresOutageTests {
   private static func check(
     queue: PostgresDelayedPreemptiveQueue<String>, table: RunTable, client: PostgresClient,
     workers: [WorkerProcess], spinners: [Spinner], producers: ProducerLog, logs: URL,
-    switched: FailoverInstants?, partitioned: Bool
+    switched: FailoverInstants?, partitioned: Bool, sentinels: (Date, Duration)?
   ) async throws -> RestartOutcome {
     do {  // one scope, as the test's closure was
       var outcome = RestartOutcome()
@@ -304,6 +338,17 @@ extension PostgresOutageTests {
       let logText = (0..<3).map { index in
         (try? String(
           contentsOf: logs.appendingPathComponent("worker-\(index).log"), encoding: .utf8)) ?? ""
+      }
+      if let (submitted, delay) = sentinels {
+        let due = submitted.addingTimeInterval(Double(delay.components.seconds))
+        (outcome.sentinelsRan, outcome.earlyRuns) = try await table.sentinelRuns(due: due)
+        outcome.firstWorkerLeasesLost =
+          logText[0].split(separator: "\n").filter { $0.contains("lease lost") }.count
+        outcome.firstWorkerClockSkew = try await table.wallClockSkew(
+          of: "\(workers[0].process.processIdentifier)")
+        if outcome.firstWorkerClockSkew == nil {
+          print("the jumping worker ran nothing; its log:\n\(logText[0].suffix(6000))")
+        }
       }
       for (index, text) in logText.enumerated() {
         outcome.errors += text.split(separator: "\n").filter { $0.contains(" error ") }
@@ -438,6 +483,44 @@ extension RunTable {
     }
     return (nil, true)
   }
+
+  /// The database's clock now.
+  static func databaseNow(_ client: PostgresClient) async throws -> Date {
+    for try await now in try await client.query("SELECT clock_timestamp()").decode(Date.self) {
+      return now
+    }
+    throw RunTableError.noRow
+  }
+
+  /// How many sentinel bursts (keys `sentinel-…`) ran, and how many of them started before
+  /// `due` by the database's clock.
+  func sentinelRuns(due: Date) async throws -> (ran: Int, early: Int) {
+    let rows = try await client.query(
+      """
+      SELECT count(DISTINCT key)::int8, count(*) FILTER (WHERE started < \(due))::int8
+      FROM dpd_test_runs WHERE name = \(name) AND key LIKE 'sentinel-%'
+      """)
+    for try await (ran, early) in rows.decode((Int, Int).self) { return (ran, early) }
+    return (0, 0)
+  }
+
+  /// The least and the greatest difference, in seconds, between `worker`'s wall clock and the
+  /// database's at its handlers' starts; nil when it recorded none.
+  func wallClockSkew(of worker: String) async throws -> (least: Double, greatest: Double)? {
+    let rows = try await client.query(
+      """
+      SELECT min(wall - extract(epoch FROM started)::float8),
+        max(wall - extract(epoch FROM started)::float8)
+      FROM dpd_test_runs WHERE name = \(name) AND worker = \(worker)
+      """)
+    for try await (least, greatest) in rows.decode((Double?, Double?).self) {
+      guard let least, let greatest else { return nil }
+      return (least, greatest)
+    }
+    return nil
+  }
+
+  enum RunTableError: Error { case noRow }
 
   /// From `instant` (`CLOCK_MONOTONIC`) to the first handler that `worker` (a process id)
   /// started after it; nil when it started none.

@@ -29,10 +29,11 @@ struct RunTable {
       """)
     // When the handler ended on CLOCK_MONOTONIC, and when its fenced write reached the server:
     // a record held up by a partition lands late, and its `finished` would say when it landed.
+    // `wall`: the worker's wall clock (Unix time) when its handler started.
     try await client.query(
       """
       ALTER TABLE dpd_test_runs ADD COLUMN IF NOT EXISTS finished_monotonic float8,
-        ADD COLUMN IF NOT EXISTS fenced_write_at timestamptz
+        ADD COLUMN IF NOT EXISTS fenced_write_at timestamptz, ADD COLUMN IF NOT EXISTS wall float8
       """)
     try await client.query(
       """

@@ -33,12 +33,17 @@ final class WorkerProcess: Sendable {
   /// Starts the worker with `arguments`, talking to the test database. With `errorFile`, its
   /// standard error goes to that file, so that a worker that logs much never blocks on a full
   /// pipe.
-  init(_ arguments: [String], url: String = TestDatabase.url, errorFile: URL? = nil) throws {
+  /// `environment` adds to (or replaces in) this process's environment: a preloaded library, for
+  /// example.
+  init(
+    _ arguments: [String], url: String = TestDatabase.url, errorFile: URL? = nil,
+    environment: [String: String] = [:]
+  ) throws {
     process = Process()
     process.executableURL = Self.productsDirectory.appendingPathComponent(
       "dpd-postgres-test-worker")
     process.arguments = arguments
-    process.environment = Self.environment(url: url)
+    process.environment = Self.environment(url: url).merging(environment) { $1 }
     output = Pipe()
     errors = Pipe()
     process.standardOutput = output

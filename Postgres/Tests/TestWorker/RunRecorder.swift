@@ -12,7 +12,9 @@ struct RunRecorder: Sendable {
 
   /// `monotonic`: when the handler started, in seconds of this machine's `CLOCK_MONOTONIC`, which
   /// every process of the machine shares (see `monotonicSeconds()`). `firstAttemptMonotonic`:
-  /// when this process last started a first attempt of the key (see ``FirstAttempts``).
+  /// when this process last started a first attempt of the key (see ``FirstAttempts``). The
+  /// record carries this process's wall clock too, which the clock-jump test compares with the
+  /// database's.
   func started(
     key: String, value: String, fence: Int64, monotonic: Double, attempt: Int,
     firstAttemptMonotonic: Double?
@@ -20,9 +22,9 @@ struct RunRecorder: Sendable {
     let rows = try await client.query(
       """
       INSERT INTO dpd_test_runs (name, key, value, worker, fence, started, monotonic, attempt,
-        first_attempt_monotonic)
+        first_attempt_monotonic, wall)
       VALUES (\(name), \(key), \(value), \(worker), \(fence), clock_timestamp(), \(monotonic),
-        \(attempt), \(firstAttemptMonotonic))
+        \(attempt), \(firstAttemptMonotonic), \(Date().timeIntervalSince1970))
       RETURNING id
       """)
     for try await id in rows.decode(Int.self) { return id }
