@@ -190,12 +190,13 @@ struct PostgresFailoverTests {
     for run in 1...Self.runs {
       let cluster = try await FailoverCluster.start()
       do {
+        // The new primary: `s1`, or the rebuilt old primary after a switchover back to it.
+        let primary: @Sendable () throws -> String? = {
+          FileManager.default.fileExists(atPath: cluster.rebuiltState)
+            ? try FailoverCluster.url(ofState: cluster.rebuiltState) : cluster.syncURL
+        }
         let outcome = try await PostgresOutageTests.underLoad(
-          load: .outsideCheck, url: cluster.url,
-          checkerURL: {
-            FileManager.default.fileExists(atPath: cluster.rebuiltState)
-              ? try FailoverCluster.url(ofState: cluster.rebuiltState) : cluster.syncURL
-          }
+          load: .outsideCheck, url: cluster.url, checkerURL: primary
         ) { try await failover(cluster) }
         print("\(scenario), run \(run) of \(Self.runs): \(outcome)")
         for line in outcome.errors.prefix(20) { print("  worker log: \(line)") }
