@@ -62,6 +62,9 @@ extension PostgresDelayedPreemptiveQueue {
               if Self.isReadOnlyRefusal(error) { try? await connection.close() }
               throw error
             }
+            if let delay = faults?.answerDelay(of: operation) {
+              try? await Task.sleep(for: delay)
+            }
             await silence.answered(on: connection)
             if let faults, faults.takesAnswer(of: operation) {
               try? await connection.close()

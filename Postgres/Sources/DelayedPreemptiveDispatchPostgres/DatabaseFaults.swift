@@ -7,6 +7,23 @@ import PostgresNIO
 final class DatabaseFaults: Sendable {
   private let pending = Locked<[String: Int]>([:])
   private let injected = Locked<[String: Int]>([:])
+  private let delays = Locked<[String: [Duration]]>([:])
+
+  /// The next call of `operation` is applied, and its answer then comes `delay` late, as when a
+  /// partition holds it up and then delivers it.
+  func delayAnswer(of operation: String, by delay: Duration) {
+    delays.withLock { $0[operation, default: []].append(delay) }
+  }
+
+  /// How late the answer of the call of `operation` that just ran must come; nil: on time.
+  func answerDelay(of operation: String) -> Duration? {
+    delays.withLock { delays in
+      guard var left = delays[operation], !left.isEmpty else { return nil }
+      let delay = left.removeFirst()
+      delays[operation] = left
+      return delay
+    }
+  }
 
   /// The next `times` calls of `operation` (the label a call passes to `database`) are applied
   /// and then lose their answer.

@@ -80,9 +80,11 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   /// that got no connection by then throws
   /// ``PostgresDelayedPreemptiveQueueError/databaseUnreachable(host:port:reason:)`` (nothing
   /// was written); a call that was sent and got no answer by then throws
-  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``. A `delay`
-  /// sent on the connection the queue keeps for single calls closes that connection at the bound
-  /// (<doc:GuaranteesInProduction#A-single-delay-skips-the-pool>). Default: ten seconds.
+  /// ``PostgresDelayedPreemptiveQueueError/outcomeUnknown(key:host:port:reason:)``, and the
+  /// connection it was sent on is closed, never lent again: a connection that carried no answer
+  /// within this bound counts as dead, which is how the queue finds a connection that a network
+  /// partition made silent without closing it (<doc:GuaranteesInProduction#Partitions>). Default:
+  /// ten seconds.
   public var connectionTimeout: Duration = .seconds(10)
   /// The longest a handler may run; nil for no bound. A run past it is given up: its handler
   /// is cancelled (a transactional run's connection is closed, which rolls its transaction

@@ -156,15 +156,7 @@ extension PostgresOutageTests {
     }
     let clean = outcomes.filter { $0.lost.isEmpty && $0.pending.isEmpty }.count
     print("\(outage.rawValue) under load: \(clean) of \(outcomes.count) runs lost nothing")
-    for outcome in outcomes {
-      #expect(outcome.lost.isEmpty)
-      #expect(outcome.pending.isEmpty)
-      #expect(outcome.stranded.isEmpty)
-      #expect(outcome.failures == 0)
-      #expect(outcome.alive == 3)
-      #expect(outcome.drained != nil)
-      #expect(outcome.errors.isEmpty, "error-level log lines: \(outcome.errors.prefix(5))")
-    }
+    for outcome in outcomes { outcome.expectNothingLost() }
   }
 
   func outageOnce(_ outage: LoadedOutage, load: Load) async throws -> RestartOutcome {
@@ -323,8 +315,7 @@ extension PostgresOutageTests {
       outcome.lost = lastAcknowledged.filter { key, value in (newestRun[key] ?? 0) < value }
         .map(\.key).sorted()
       outcome.failures = try await queue.failures().count
-      outcome.overlaps =
-        partitioned ? try await table.monotonicOverlaps() : try await table.overlaps()
+      outcome.overlaps = try await table.overlaps(byHandlerTimes: partitioned)
       if let switched {
         let (first, ordered) = try await table.failover(at: switched)
         outcome.switchToFirstClaim = first
@@ -375,6 +366,22 @@ extension PostgresOutageTests {
       }
       return outcome
     }
+  }
+}
+
+extension PostgresOutageTests.RestartOutcome {
+  /// What every scenario under load checks: no acknowledged submission lost, no key left
+  /// pending or claimed after the drain, no kept failure, all three workers alive, the queue
+  /// drained, and no error-level line in the workers' logs.
+  func expectNothingLost(sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(lost.isEmpty, sourceLocation: sourceLocation)
+    #expect(pending.isEmpty, sourceLocation: sourceLocation)
+    #expect(stranded.isEmpty, sourceLocation: sourceLocation)
+    #expect(failures == 0, sourceLocation: sourceLocation)
+    #expect(alive == 3, sourceLocation: sourceLocation)
+    #expect(drained != nil, sourceLocation: sourceLocation)
+    #expect(
+      errors.isEmpty, "error-level log lines: \(errors.prefix(5))", sourceLocation: sourceLocation)
   }
 }
 

@@ -59,29 +59,24 @@ struct RunTable {
       """)
   }
 
-  /// Pairs of finished runs of one key whose spans intersect: must be 0 (P3).
-  func overlaps() async throws -> Int {
-    try await count(
-      """
-      SELECT count(*) FROM dpd_test_runs a JOIN dpd_test_runs b
-        ON a.name = b.name AND a.key = b.key AND a.id < b.id
-        AND a.started < b.finished AND b.started < a.finished
-      WHERE a.name = \(name)
-      """)
-  }
-
-  /// Pairs of finished runs of one key whose handlers ran at the same time, by when each
-  /// handler started and ended on the machine's `CLOCK_MONOTONIC` (the test workers record
-  /// both): a run's `finished` is when its record reached the server, which a partition can
-  /// hold up past the next run's start.
-  func monotonicOverlaps() async throws -> Int {
-    try await count(
-      """
-      SELECT count(*) FROM dpd_test_runs a JOIN dpd_test_runs b
-        ON a.name = b.name AND a.key = b.key AND a.id < b.id
-        AND a.monotonic < b.finished_monotonic AND b.monotonic < a.finished_monotonic
-      WHERE a.name = \(name)
-      """)
+  /// Pairs of finished runs of one key whose spans intersect: must be 0 (P3). By default a
+  /// run's span is when its record reached the server and when its end did (the database's
+  /// clock); `byHandlerTimes` takes when its handler started and ended on the machine's
+  /// `CLOCK_MONOTONIC` instead (the test workers record both), for a partition, which can hold
+  /// up a record of a run's end past the next run's start.
+  func overlaps(byHandlerTimes: Bool = false) async throws -> Int {
+    let (start, end) =
+      byHandlerTimes ? ("monotonic", "finished_monotonic") : ("started", "finished")
+    var bindings = PostgresBindings()
+    bindings.append(name)
+    return try await count(
+      PostgresQuery(
+        unsafeSQL: """
+          SELECT count(*) FROM dpd_test_runs a JOIN dpd_test_runs b
+            ON a.name = b.name AND a.key = b.key AND a.id < b.id
+            AND a.\(start) < b.\(end) AND b.\(start) < a.\(end)
+          WHERE a.name = $1
+          """, binds: bindings))
   }
 
   /// Fenced writes that were applied after a write of the same key with a greater fence (in

@@ -186,6 +186,34 @@ struct PostgresUnconfirmedTests {
     }
   }
 
+  /// A claim whose answer comes after its lease ran out by the worker's own clock (a partition
+  /// held it up, then delivered it) is not run: by then another replica may have taken the burst
+  /// over and run it, and a run started now would overlap that one (found by the partition
+  /// scenario of `scripts/faults.sh`: a handler started 5 s after its claim was sent, with a
+  /// lease of 2 s, beside a fresh run of its key). The burst runs once, when claimed anew.
+  /// Before the fix, the stale claim's handler ran (attempt 1), and then the burst again.
+  @Test func claimAnsweredAfterItsLeaseRanOutIsNotRun() async throws {
+    try await TestDatabase.withQueue("late-claim", lease: .seconds(1)) { unfaulted, _ in
+      var faulted = unfaulted
+      let faults = DatabaseFaults()
+      faulted.faults = faults
+      let queue = faulted
+      try await queue.delay("k", for: .zero, value: "v1")
+      faults.delayAnswer(of: "claim", by: .seconds(2))
+      let attempts = Locked<[Int]>([])
+      let drained = try await TestDatabase.whileWorking({
+        try await queue.run(concurrency: 1) { run in attempts.withLock { $0.append(run.attempt) } }
+      }) {
+        try await queue.drains(within: .seconds(15))
+      }
+      #expect(drained)
+      #expect(
+        attempts.withLock { $0 } == [2], "the late claim's handler ran: \(attempts.withLock { $0 })"
+      )
+      #expect(try await queue.failures().isEmpty)
+    }
+  }
+
   /// A claim that this worker does not know of (its answer was lost) is released: due at once,
   /// its attempt given back, its fence kept; a known claim and another owner's are left alone.
   @Test func unknownClaimIsReleasedAndItsAttemptGivenBack() async throws {

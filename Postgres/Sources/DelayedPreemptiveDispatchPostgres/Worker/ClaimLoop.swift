@@ -103,6 +103,11 @@ extension Worker {
       throw error
     }
     state.backlog = claimed.count == free
+    // A claim whose answer came after its lease had run out by this worker's clock (a partition
+    // held it up) is not run: another replica may have taken the burst over and run it already,
+    // and this run would overlap that one. The burst runs again once claimed anew.
+    let late = ContinuousClock.now >= sentAt + queue.lease
+    var notRun: [String] = []
     for burst in claimed {
       if burst.exhausted || burst.gaveWay {
         queue.metrics.failed.increment()
@@ -111,6 +116,11 @@ extension Worker {
           + (burst.gaveWay ? "; the next burst of its key runs as usual" : "")
         logger.warning("\(message)", metadata: ["dpd.attempts": "\(burst.attempt)"])
         logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
+        continue
+      }
+      if late {
+        queue.metrics.leaseLost.increment()
+        notRun.append(burst.key)
         continue
       }
       if burst.takenOver {
@@ -129,6 +139,14 @@ extension Worker {
         await job.value
         return .finished(burst.claim)
       }
+    }
+    if !notRun.isEmpty {
+      let message =
+        "\(notRun.count) claims answered after their lease ran out were not run; they run again "
+        + "once claimed anew"
+      logger.warning(
+        "\(message)", metadata: ["dpd.claim.took": "\(ContinuousClock.now - sentAt)"])
+      logger.debug("claims not run", metadata: ["dpd.keys": "\(notRun)"])
     }
     if claimed.count == free { return state.running.count < concurrency ? .zero : nil }
     let untilDue = try await uncancelled { [queue] in
