@@ -64,6 +64,7 @@ extension PostgresDelayedPreemptiveQueue {
             }
             if let delay = faults?.answerDelay(of: operation) {
               try? await Task.sleep(for: delay)
+              faults?.answeredLate(operation)
             }
             await silence.answered(on: connection)
             if let faults, faults.takesAnswer(of: operation) {

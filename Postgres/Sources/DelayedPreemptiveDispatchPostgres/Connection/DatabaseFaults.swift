@@ -15,6 +15,18 @@ final class DatabaseFaults: Sendable {
     delays.withLock { $0[operation, default: []].append(delay) }
   }
 
+  private let deliveredLate = Locked<[String: Int]>([:])
+
+  /// How many answers of `operation` came late so far (see ``delayAnswer(of:by:)``).
+  func lateAnswers(of operation: String) -> Int {
+    deliveredLate.withLock { $0[operation] ?? 0 }
+  }
+
+  /// A late answer of `operation` was given to its call.
+  func answeredLate(_ operation: String) {
+    deliveredLate.withLock { $0[operation, default: 0] += 1 }
+  }
+
   /// How late the answer of the call of `operation` that just ran must come; nil: on time.
   func answerDelay(of operation: String) -> Duration? {
     delays.withLock { delays in

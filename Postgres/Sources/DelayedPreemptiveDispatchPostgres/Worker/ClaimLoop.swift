@@ -103,10 +103,18 @@ extension Worker {
       throw error
     }
     state.backlog = claimed.count == free
-    // A claim whose answer came after its lease had run out by this worker's clock (a partition
-    // held it up) is not run: another replica may have taken the burst over and run it already,
-    // and this run would overlap that one. The burst runs again once claimed anew.
-    let late = ContinuousClock.now >= sentAt + queue.lease
+    // A claim answered after its lease could have run out by this worker's clock (a partition
+    // held the answer up, or a loaded machine was slow) is run only if a renewal finds it still
+    // held: another replica may have taken the burst over meanwhile, and run it already, and a
+    // run started now would overlap that one. A renewed claim has a whole lease again.
+    var leaseFrom = sentAt
+    var stillHeld: Set<UUID>?
+    let runnable = claimed.filter { !$0.exhausted && !$0.gaveWay }.map(\.claim)
+    if ContinuousClock.now >= sentAt + queue.lease, !runnable.isEmpty {
+      leaseFrom = ContinuousClock.now
+      stillHeld = Set(
+        (try? await uncancelled { [queue] in try await queue.renew(runnable) }) ?? [])
+    }
     var notRun: [String] = []
     for burst in claimed {
       if burst.exhausted || burst.gaveWay {
@@ -118,7 +126,7 @@ extension Worker {
         logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
         continue
       }
-      if late {
+      if let stillHeld, !stillHeld.contains(burst.claim) {
         queue.metrics.leaseLost.increment()
         notRun.append(burst.key)
         continue
@@ -133,7 +141,7 @@ extension Worker {
         logger.debug("took over", metadata: ["dpd.key": "\(burst.key)"])
       }
       state.running.insert(burst.claim)
-      leases.add(burst.claim, expiry: sentAt + queue.lease)
+      leases.add(burst.claim, expiry: leaseFrom + queue.lease)
       let job = Task { await perform(burst, claimedAt: sentAt) }
       group.addTask {
         await job.value
@@ -142,8 +150,8 @@ extension Worker {
     }
     if !notRun.isEmpty {
       let message =
-        "\(notRun.count) claims answered after their lease ran out were not run; they run again "
-        + "once claimed anew"
+        "\(notRun.count) claims answered after their lease ran out were taken over or could not be "
+        + "renewed, and were not run; they run again once claimed anew"
       logger.warning(
         "\(message)", metadata: ["dpd.claim.took": "\(ContinuousClock.now - sentAt)"])
       logger.debug("claims not run", metadata: ["dpd.keys": "\(notRun)"])
