@@ -193,15 +193,10 @@ struct PostgresUnconfirmedTests {
   /// lease of 2 s, beside a fresh run of its key). Before the fix, the stale claim's handler ran.
   @Test func lateClaimWhoseBurstWasTakenOverIsNotRun() async throws {
     try await TestDatabase.withQueue("late-claim", lease: .seconds(1)) { unfaulted, client in
-      var faulted = unfaulted
-      let faults = DatabaseFaults()
-      faulted.faults = faults
-      let queue = faulted
-      try await queue.delay("k", for: .zero, value: "v1")
-      faults.delayAnswer(of: "claim", by: .seconds(4))
+      let (queue, faults) = try await Self.claimAnsweredLate(unfaulted, by: .seconds(4))
       let attempts = Locked<[Int]>([])
       let late = try await TestDatabase.whileWorking({
-        try await queue.run(concurrency: 1) { run in attempts.withLock { $0.append(run.attempt) } }
+        try await Self.recordAttempts(of: queue, in: attempts)
       }) {
         // The worker's claim is applied; its answer is held for 4 s. Once its lease (1 s) has
         // run out, another replica takes the burst over and runs it.
@@ -232,15 +227,10 @@ struct PostgresUnconfirmedTests {
   /// saw its first run under CI's load).
   @Test func lateClaimStillHeldIsRunOnce() async throws {
     try await TestDatabase.withQueue("late-claim-held", lease: .seconds(1)) { unfaulted, _ in
-      var faulted = unfaulted
-      let faults = DatabaseFaults()
-      faulted.faults = faults
-      let queue = faulted
-      try await queue.delay("k", for: .zero, value: "v1")
-      faults.delayAnswer(of: "claim", by: .seconds(2))
+      let (queue, faults) = try await Self.claimAnsweredLate(unfaulted, by: .seconds(2))
       let attempts = Locked<[Int]>([])
       let drained = try await TestDatabase.whileWorking({
-        try await queue.run(concurrency: 1) { run in attempts.withLock { $0.append(run.attempt) } }
+        try await Self.recordAttempts(of: queue, in: attempts)
       }) {
         try await queue.drains(within: .seconds(15))
       }
@@ -249,6 +239,26 @@ struct PostgresUnconfirmedTests {
       #expect(attempts.withLock { $0 } == [1], "\(attempts.withLock { $0 })")
       #expect(try await queue.failures().isEmpty)
     }
+  }
+
+  /// `queue` with a fault seam whose next claim is applied and answered `delay` late, and key
+  /// `k` due now.
+  static func claimAnsweredLate(
+    _ queue: PostgresDelayedPreemptiveQueue<String>, by delay: Duration
+  ) async throws -> (PostgresDelayedPreemptiveQueue<String>, DatabaseFaults) {
+    var faulted = queue
+    let faults = DatabaseFaults()
+    faulted.faults = faults
+    try await faulted.delay("k", for: .zero, value: "v1")
+    faults.delayAnswer(of: "claim", by: delay)
+    return (faulted, faults)
+  }
+
+  /// Runs a worker of `queue` (one handler at a time) whose handler notes each run's attempt.
+  static func recordAttempts(
+    of queue: PostgresDelayedPreemptiveQueue<String>, in attempts: Locked<[Int]>
+  ) async throws {
+    try await queue.run(concurrency: 1) { run in attempts.withLock { $0.append(run.attempt) } }
   }
 
   /// A claim that this worker does not know of (its answer was lost) is released: due at once,
