@@ -8,12 +8,20 @@ let package = Package(
     .library(name: "DelayedPreemptiveDispatch", targets: ["DelayedPreemptiveDispatch"]),
     .library(
       name: "DelayedPreemptiveDispatchTesting", targets: ["DelayedPreemptiveDispatchTesting"]),
+    // The reference model of the rules and its random sequences, which every engine's tests
+    // check against: the in-process driver here, the PostgreSQL store in Postgres/.
+    .library(
+      name: "DelayedPreemptiveDispatchModel", targets: ["DelayedPreemptiveDispatchModel"]),
   ],
   targets: [
     .target(name: "DelayedPreemptiveDispatch"),
     .target(
       name: "DelayedPreemptiveDispatchTesting",
       dependencies: ["DelayedPreemptiveDispatch"]
+    ),
+    .target(
+      name: "DelayedPreemptiveDispatchModel",
+      dependencies: ["DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting"]
     ),
     .executableTarget(
       name: "dpd-demo",
@@ -42,8 +50,9 @@ let package = Package(
     .testTarget(
       name: "DelayedPreemptiveDispatchTests",
       dependencies: [
-        "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting", "dpd-precondition-probe",
-        "dpd-memory-probe", "DPDHeapStatistics",
+        "DelayedPreemptiveDispatch", "DelayedPreemptiveDispatchTesting",
+        "DelayedPreemptiveDispatchModel", "dpd-precondition-probe", "dpd-memory-probe",
+        "DPDHeapStatistics",
       ]
     ),
     // Imports only the testing module, as the README's "Testing without sleeping" does.

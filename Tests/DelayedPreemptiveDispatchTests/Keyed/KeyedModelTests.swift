@@ -1,16 +1,16 @@
+import DelayedPreemptiveDispatchModel
 import DelayedPreemptiveDispatchTesting
 import Testing
 
 @testable import DelayedPreemptiveDispatch
 
 /// Random operation sequences over up to 8 keys, run on the shipped driver the way a keyed shell runs it
-/// and checked step by step against one reference model per key (the single-key model of
-/// `StateMachineModelTests`). Outcomes are read from the real tickets; the driver must also
+/// and checked step by step against one reference model per key (`KeyedReferenceModel` of the
+/// module `DelayedPreemptiveDispatchModel`, which checks the PostgreSQL store too). Outcomes are read from the real tickets; the driver must also
 /// hold state only for keys with a pending burst once their runs are done.
 ///
 /// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`.
 @Suite struct KeyedModelTests {
-  typealias Model = StateMachineModelTests.ReferenceModel
   typealias Run = MachineHarness.Run
 
   /// The ``DriverHarness`` of a line per key, as the keyed shells build their driver.
@@ -20,52 +20,34 @@ import Testing
     KeyedHarness(driver: BurstDriver(options: options, maxConcurrentTasks: maxConcurrentTasks))
   }
 
-  static func runSequence(seed: UInt64, operations: Int) -> String? {
-    var random = SeededRandomNumberGenerator(seed: seed)
-    let options = StateMachineModelTests.randomOptions(&random)
-    let keyCount = Int.random(in: 1...8, using: &random)
-    let limit: Int? = Bool.random(using: &random) ? Int.random(in: 1...3, using: &random) : nil
+  static func runSequence(
+    seed: UInt64, operations: Int, keyCount: Int? = nil,
+    engine: KeyedModelSequence.Engine = .inProcess
+  ) -> String? {
+    var sequence = KeyedModelSequence(seed: seed, engine: engine, keyCount: keyCount)
+    let options = sequence.options
+    let keyCount = sequence.keyCount
+    let limit = sequence.concurrencyLimit
     var harness = Self.harness(options: options, maxConcurrentTasks: limit)
-    var models = (0..<keyCount).map { _ in Model(options: options, lastWork: nil) }
+    var model = KeyedReferenceModel(keyCount: keyCount, options: options)
     for step in 0..<operations {
-      let key = Int.random(in: 0..<keyCount, using: &random)
-      let operation: String
-      switch Int.random(in: 0..<100, using: &random) {
-      case 0..<55:
-        let delay = Int64.random(in: -200...2_500, using: &random)
-        harness.delay(key, delay, "v\(step)")
-        models[key].delay(delay, "v\(step)")
-        operation = "delay(\(key), \(delay))"
-      case 55..<61:
-        harness.perform(harness.driver.cancel(key))
-        models[key].endBurst(running: false, at: models[key].now)
-        operation = "cancel(\(key))"
-      case 61..<67:
-        harness.flush(key)
-        models[key].endBurst(running: true, at: models[key].now)
-        operation = "flush(\(key))"
-      case 67..<69:
-        harness.perform(harness.driver.cancelAll())
-        for index in models.indices {
-          models[index].endBurst(running: false, at: models[index].now)
+      let operation = sequence.next()
+      switch operation {
+      case .delay(let key, let milliseconds, let value):
+        harness.delay(key, milliseconds, value)
+      case .batch(let submissions):
+        for submission in submissions {
+          harness.delay(submission.key, submission.milliseconds, submission.value)
         }
-        operation = "cancelAll()"
-      case 69..<71:
-        harness.flushAll()
-        for index in models.indices { models[index].endBurst(running: true, at: models[index].now) }
-        operation = "flushAll()"
-      case 71..<78:
-        // Time moves, and the timers due on the way are late (T7).
-        let elapsed = Int64.random(in: 0...1_500, using: &random)
-        harness.hold(by: elapsed)
-        for index in models.indices { models[index].hold(by: elapsed) }
-        operation = "hold(\(elapsed))"
-      default:
-        let elapsed = Int64.random(in: 0...1_500, using: &random)
-        harness.advance(by: elapsed)
-        for index in models.indices { models[index].advance(by: elapsed) }
-        operation = "advance(\(elapsed))"
+      case .cancel(let key): harness.perform(harness.driver.cancel(key))
+      case .flush(let key): harness.flush(key)
+      case .cancelAll: harness.perform(harness.driver.cancelAll())
+      case .flushAll: harness.flushAll()
+      case .hold(let milliseconds): harness.hold(by: milliseconds)
+      case .advance(let milliseconds): harness.advance(by: milliseconds)
       }
+      model.apply(operation)
+      let models = model.keys
       let context =
         "seed \(seed), step \(step) \(operation), options \(options), limit \(String(describing: limit))"
       // Outcomes are final once known, so a wrong one is still there at the next check.
@@ -103,6 +85,26 @@ import Testing
       var failures: [String] = []
       for seed in 0..<UInt64(TestScale.modelSequences) {
         if let failure = Self.runSequence(seed: seed &* 6_007 &+ 3, operations: 40) {
+          failures.append(failure)
+          if failures.count >= 3 { break }
+        }
+      }
+      return failures
+    }
+    #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+  }
+
+  /// The sequences that `PostgresStoreModelTests` runs on the PostgreSQL store (the same seeds,
+  /// 8 keys, 200 steps, no `leading`), here with `.replace` only: one specification, checked
+  /// on both engines.
+  @Test func keyedDriverMatchesTheModelOnTheStoresSequences() async {
+    let failures = await offCooperativePool {
+      var failures: [String] = []
+      for index in 0..<KeyedModelSequence.storeSequenceCount {
+        if let failure = Self.runSequence(
+          seed: KeyedModelSequence.storeSeed(index), operations: KeyedModelSequence.storeSteps,
+          keyCount: 8, engine: .init(leading: false, append: false))
+        {
           failures.append(failure)
           if failures.count >= 3 { break }
         }

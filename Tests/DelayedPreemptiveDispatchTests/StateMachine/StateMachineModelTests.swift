@@ -1,157 +1,17 @@
+import DelayedPreemptiveDispatchModel
 import DelayedPreemptiveDispatchTesting
 import Testing
 
 @testable import DelayedPreemptiveDispatch
 
-/// Random operation sequences, checked step by step against a reference model that computes
-/// each burst's deadline directly instead of through timers, generations and re-arming.
+/// Random operation sequences, checked step by step against the reference model (module
+/// `DelayedPreemptiveDispatchModel`), which computes each burst's deadline directly instead of
+/// through timers, generations and re-arming.
 ///
 /// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`.
 @Suite struct StateMachineModelTests {
-  /// The obviously correct model: one optional burst, its deadline is a formula.
-  struct ReferenceModel {
-    struct Burst {
-      var start: Int64
-      var quietDeadline: Int64
-      var leadingSeq: UInt64?
-      var lastSeq: UInt64
-      var submissions = 1
-    }
-
-    let options: DelayOptions
-    var lastWork: String?
-    var burst: Burst?
-    var nextSeq: UInt64 = 0
-    var now: Int64 = 0
-    var runs: [MachineHarness.Run] = []
-    var outcomes: [UInt64: DelayOutcome] = [:]
-    /// `minimumSpacing`: the earliest instant the next run may start (T1).
-    var nextRunStart: Int64 = 0
-    /// Runs decided but waiting for the spacing (T2), and the runs decided behind them, in
-    /// order, with the instant each starts.
-    var waitingRuns: [(run: MachineHarness.Run, seq: UInt64)] = []
-
-    var spacing: Int64? {
-      guard let spacing = options.minimumSpacing, spacing > .zero else { return nil }
-      return Int64(spacing.components.seconds * 1_000)
-        + spacing.components.attoseconds / 1_000_000_000_000_000
-    }
-
-    func deadline(of burst: Burst) -> Int64 {
-      var deadline = burst.quietDeadline
-      if let maxWait = options.maxWait {
-        deadline = min(deadline, burst.start + max(Int64(maxWait.components.seconds * 1_000), 0))
-      }
-      return max(deadline, nextRunStart)
-    }
-
-    /// Runs `work` for submission `seq` at `instant`; its ticket resolves once it has run. An
-    /// instant already past (a burst that a late timer or a submission ended at its due
-    /// instant, T7) runs now, but the spacing counts from `instant`.
-    mutating func run(_ work: String, at instant: Int64, seq: UInt64) {
-      if let spacing { nextRunStart = instant + spacing }
-      if instant > now || !waitingRuns.isEmpty {
-        let start = max(instant, waitingRuns.last?.run.at ?? instant)
-        waitingRuns.append((.init(work: work, at: start), seq))
-      } else {
-        runs.append(.init(work: work, at: now))
-        outcomes[seq] = .executed
-      }
-    }
-
-    /// A burst due by now whose timer has not fired (after ``hold(by:)``) ends at its due
-    /// instant, before anything else happens at now (T7).
-    mutating func endBurstDue() {
-      guard let current = burst, deadline(of: current) <= now else { return }
-      endBurst(running: true, at: deadline(of: current))
-    }
-
-    /// Time moves on, and no timer fires: they are late until the next ``advance(by:)``.
-    mutating func hold(by milliseconds: Int64) {
-      now += max(milliseconds, 0)
-    }
-
-    mutating func delay(_ milliseconds: Int64, _ work: String?) {
-      endBurstDue()
-      if let work { lastWork = work }
-      guard let lastWork else { return }
-      let seq = nextSeq
-      nextSeq += 1
-      let requested = now + max(milliseconds, 0)
-      guard var current = burst else {
-        // `leading` runs at once only when the spacing allows a run now (T2).
-        let leads = options.leading && nextRunStart <= now
-        burst = Burst(
-          start: now, quietDeadline: requested, leadingSeq: leads ? seq : nil, lastSeq: seq)
-        if leads { run(lastWork, at: now, seq: seq) }
-        if options.maxSubmissions == 1 {
-          complete()
-        } else if deadline(of: burst!) <= now {  // due now: it ends at once (T5)
-          endBurst(running: true, at: now)
-        }
-        return
-      }
-      if current.lastSeq != current.leadingSeq { outcomes[current.lastSeq] = .preempted }
-      current.lastSeq = seq
-      current.submissions += 1
-      current.quietDeadline =
-        options.deadlinePolicy == .extend ? max(current.quietDeadline, requested) : requested
-      burst = current
-      if let maxSubmissions = options.maxSubmissions, current.submissions >= maxSubmissions {
-        complete()
-      } else if deadline(of: current) <= now {
-        endBurst(running: true, at: now)
-      }
-    }
-
-    /// `maxSubmissions` reached: the burst ends now, and its run starts once the spacing allows.
-    mutating func complete() {
-      endBurst(running: true, at: max(now, nextRunStart))
-    }
-
-    mutating func endBurst(running: Bool, at instant: Int64) {
-      guard let current = burst else { return }
-      burst = nil
-      guard current.lastSeq != current.leadingSeq else { return }
-      if running {
-        run(lastWork!, at: instant, seq: current.lastSeq)
-      } else {
-        outcomes[current.lastSeq] = .cancelled
-      }
-    }
-
-    /// Moves time on, ending the burst at its due instant on the way; what a held time made
-    /// late runs first, at the current time.
-    mutating func advance(by milliseconds: Int64) {
-      let target = now + max(milliseconds, 0)
-      if let current = burst, deadline(of: current) <= target {
-        let due = deadline(of: current)
-        startWaitingRuns(by: due)
-        now = max(now, due)
-        endBurst(running: true, at: due)
-      }
-      startWaitingRuns(by: target)
-      now = target
-    }
-
-    mutating func startWaitingRuns(by instant: Int64) {
-      while let first = waitingRuns.first, first.run.at <= instant {
-        waitingRuns.removeFirst()
-        runs.append(.init(work: first.run.work, at: max(first.run.at, now)))
-        outcomes[first.seq] = .executed
-      }
-    }
-  }
-
   static func randomOptions(_ random: inout SeededRandomNumberGenerator) -> DelayOptions {
-    DelayOptions(
-      deadlinePolicy: Bool.random(using: &random) ? .extend : .restart,
-      maxWait: Bool.random(using: &random)
-        ? nil : .seconds(Int64.random(in: 0...3, using: &random)),
-      leading: Int.random(in: 0..<4, using: &random) == 0,
-      maxSubmissions: Bool.random(using: &random) ? nil : Int.random(in: 1...5, using: &random),
-      minimumSpacing: Int.random(in: 0..<3, using: &random) == 0
-        ? .milliseconds(Int64.random(in: 0...1_500, using: &random)) : nil)
+    KeyedModelSequence.randomOptions(&random)
   }
 
   /// Runs one sequence; returns a description of the first divergence, or nil.
@@ -173,11 +33,11 @@ import Testing
         operation = "delay(\(delay), \(work ?? "nil"))"
       case 55..<62:
         harness.cancel()
-        model.endBurst(running: false, at: model.now)
+        model.cancel()
         operation = "cancel()"
       case 62..<68:
         harness.flush()
-        model.endBurst(running: true, at: model.now)
+        model.flush()
         operation = "flush()"
       case 68..<76:
         // Time moves, and the timers due on the way are late (T7).

@@ -1,3 +1,4 @@
+import DelayedPreemptiveDispatchModel
 @testable import DelayedPreemptiveDispatch
 
 /// Drives the shipped ``BurstDriver`` the way a shell does, on a time line in milliseconds: it
@@ -113,12 +114,9 @@ struct DriverHarness<Lines: BurstLines> where Lines.Work == String {
   }
 }
 
-/// A run as a harness saw it: its work and when it ran, in milliseconds.
-struct HarnessRun: Equatable, CustomStringConvertible {
-  var work: String
-  var at: Int64
-  var description: String { "\(work)@\(at)" }
-}
+/// A run as a harness saw it: its work and when it ran, in milliseconds, as the reference
+/// model decides runs.
+typealias HarnessRun = ReferenceModel.Run
 
 /// Tickets need an owner; the harnesses synchronize records themselves, so it does nothing.
 final class HarnessOwner: TicketOwner {
