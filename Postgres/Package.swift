@@ -97,6 +97,8 @@ let package = Package(
         "dpd-postgres-demo",
         "dpd-postgres-test-worker",
         .product(name: "DelayedPreemptiveDispatchTesting", package: "DelayedPreemptiveDispatch"),
+        // The reference model of the rules, which the store is checked against (StoreModelTests).
+        .product(name: "DelayedPreemptiveDispatchModel", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),

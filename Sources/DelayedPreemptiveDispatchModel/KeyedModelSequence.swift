@@ -22,6 +22,12 @@ public enum ModelOperation: Sendable, Equatable, CustomStringConvertible {
     public var key: Int
     public var milliseconds: Int64
     public var value: String
+
+    public init(key: Int, milliseconds: Int64, value: String) {
+      self.key = key
+      self.milliseconds = milliseconds
+      self.value = value
+    }
   }
 
   public var description: String {
