@@ -155,8 +155,13 @@ public struct KeyedModelSequence: Sendable {
 public struct KeyedReferenceModel: Sendable {
   public private(set) var keys: [ReferenceModel]
 
-  public init(keyCount: Int, options: DelayOptions, merge: ReferenceModel.Merge = .replace) {
-    keys = (0..<keyCount).map { _ in ReferenceModel(options: options, merge: merge) }
+  public init(
+    keyCount: Int, options: DelayOptions, merge: ReferenceModel.Merge = .replace,
+    spacingOrigin: ReferenceModel.SpacingOrigin = .decidedInstant
+  ) {
+    keys = (0..<keyCount).map { _ in
+      ReferenceModel(options: options, merge: merge, spacingOrigin: spacingOrigin)
+    }
   }
 
   public subscript(key: Int) -> ReferenceModel { keys[key] }

@@ -30,6 +30,17 @@ public struct ReferenceModel: Sendable {
     case append
   }
 
+  /// Where `minimumSpacing` counts from when a run starts later than the instant it was
+  /// decided for (a timer or a worker that is late, T7).
+  public enum SpacingOrigin: Sendable, Equatable {
+    /// From the instant the run was decided for: the in-process engines (T7: what runs and
+    /// when depends only on the instants of the submissions).
+    case decidedInstant
+    /// From the instant the run starts: the PostgreSQL store, whose spacing counts from the
+    /// handler's start, so that two starts are never closer than the spacing.
+    case start
+  }
+
   /// The pending burst.
   public struct Burst: Sendable {
     public var start: Int64
@@ -43,6 +54,7 @@ public struct ReferenceModel: Sendable {
 
   public let options: DelayOptions
   public let merge: Merge
+  public let spacingOrigin: SpacingOrigin
   public var lastWork: String?
   public var burst: Burst?
   public var nextSeq: UInt64 = 0
@@ -55,10 +67,14 @@ public struct ReferenceModel: Sendable {
   /// order, with the instant each starts.
   public var waitingRuns: [(run: Run, seq: UInt64)] = []
 
-  public init(options: DelayOptions, lastWork: String? = nil, merge: Merge = .replace) {
+  public init(
+    options: DelayOptions, lastWork: String? = nil, merge: Merge = .replace,
+    spacingOrigin: SpacingOrigin = .decidedInstant
+  ) {
     precondition(
       !(merge == .append && options.leading), "merge: .append is modelled without leading")
     self.options = options
+    self.spacingOrigin = spacingOrigin
     self.lastWork = lastWork
     self.merge = merge
   }
@@ -93,13 +109,14 @@ public struct ReferenceModel: Sendable {
 
   /// Runs `work` for submission `seq` at `instant`; its ticket resolves once it has run. An
   /// instant already past (a burst that a late timer or a submission ended at its due
-  /// instant, T7) runs now, but the spacing counts from `instant`.
+  /// instant, T7) runs now, but the spacing counts from `instant` (``SpacingOrigin``).
   mutating func run(_ work: String, at instant: Int64, seq: UInt64) {
-    if let spacing { nextRunStart = instant + spacing }
     if instant > now || !waitingRuns.isEmpty {
       let start = max(instant, waitingRuns.last?.run.at ?? instant)
+      if let spacing { nextRunStart = (spacingOrigin == .start ? start : instant) + spacing }
       waitingRuns.append((.init(work: work, at: start), seq))
     } else {
+      if let spacing { nextRunStart = (spacingOrigin == .start ? now : instant) + spacing }
       runs.append(.init(work: work, at: now))
       outcomes[seq] = .executed
     }
@@ -185,21 +202,32 @@ public struct ReferenceModel: Sendable {
   /// late runs first, at the current time.
   public mutating func advance(by milliseconds: Int64) {
     let target = now + max(milliseconds, 0)
-    if let current = burst, deadline(of: current) <= target {
-      let due = deadline(of: current)
-      startWaitingRuns(by: due)
-      now = max(now, due)
-      endBurst(running: true, at: due)
+    while true {
+      let due = burst.map(deadline(of:))
+      if let first = waitingRuns.first, first.run.at <= min(target, due ?? target) {
+        startFirstWaitingRun()
+      } else if let due, due <= target {
+        now = max(now, due)
+        endBurst(running: true, at: due)
+      } else {
+        break
+      }
     }
-    startWaitingRuns(by: target)
     now = target
   }
 
-  mutating func startWaitingRuns(by instant: Int64) {
-    while let first = waitingRuns.first, first.run.at <= instant {
-      waitingRuns.removeFirst()
-      runs.append(.init(work: first.run.work, at: max(first.run.at, now)))
-      outcomes[first.seq] = .executed
+  /// Starts the first run that waits for the spacing, now if its instant has passed. Spacing
+  /// from its start (``SpacingOrigin/start``), the next run waits for the spacing from this
+  /// start, which a late start moves later.
+  mutating func startFirstWaitingRun() {
+    let first = waitingRuns.removeFirst()
+    let start = max(first.run.at, now)
+    runs.append(.init(work: first.run.work, at: start))
+    outcomes[first.seq] = .executed
+    guard spacingOrigin == .start, let spacing else { return }
+    nextRunStart = max(nextRunStart, start + spacing)
+    if !waitingRuns.isEmpty {
+      waitingRuns[0].run.at = max(waitingRuns[0].run.at, start + spacing)
     }
   }
 }

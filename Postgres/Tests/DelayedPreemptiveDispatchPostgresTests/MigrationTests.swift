@@ -43,7 +43,8 @@ struct PostgresMigrationTests {
         try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: Self.logger)
       }
     }
-    // In version 2's form: a waiting burst; a running one with a burst submitted during its run
+    // In version 2's form: a waiting burst (due in 5 s, so that a submission after the migration
+    // joins it: a burst that is due takes none, T7); a running one with a burst submitted during its run
     // (generation past the claim's; the row holds the newer value); a running one alone; a kept
     // failure.
     let running1 = UUID()
@@ -53,8 +54,8 @@ struct PostgresMigrationTests {
       INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted, generation,
         claimed_generation, claim, owner, attempts, failed, last_error, fence)
       VALUES
-        ('q', 'waiting', '["w1","w2"]', now(), now(), now(), 2, NULL, NULL, NULL, 0, false, NULL,
-          NULL),
+        ('q', 'waiting', '["w1","w2"]', now() + interval '5 seconds',
+          now() + interval '5 seconds', now(), 2, NULL, NULL, NULL, 0, false, NULL, NULL),
         ('q', 'behind', '["b3"]', now(), now() + interval '1 hour', now(), 3, 2, \(running1),
           'old', 1, false, NULL, 7),
         ('q', 'alone', '["a1"]', now(), now() + interval '1 hour', now(), 1, 1, \(running2),

@@ -13,7 +13,7 @@ import Testing
 struct PostgresSQLFunctionTests {
   static let logger = Logger(label: "test")
 
-  /// "Reindex each document 2 s after its last change", as a trigger: many updates of one
+  /// "Reindex each document 3 s after its last change", as a trigger: many updates of one
   /// document are one run, with its last body.
   @Test func aTriggersSubmissionsAreDebounced() async throws {
     try await TestDatabase.withQueue("trigger") { queue, client in
@@ -28,7 +28,7 @@ struct PostgresSQLFunctionTests {
           unsafeSQL: """
             CREATE FUNCTION \(table)_reindex() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
-              PERFORM dpd_delay(TG_ARGV[0], NEW.id::text, interval '500 milliseconds',
+              PERFORM dpd_delay(TG_ARGV[0], NEW.id::text, interval '3 seconds',
                 to_jsonb(NEW.body));
               RETURN NEW;
             END $$;

@@ -29,17 +29,18 @@ struct PostgresTracingTests {
     let fences = Locked<[Int64]>([])
     try await Self.withTracedQueue("trace", tracer: tracer) { queue, _ in
       // Three requests, each in a span of its own, and two submissions outside any span: those
-      // count, but have no context to link to.
+      // count, but have no context to link to. The deadline leaves the five calls time to join
+      // one burst on a loaded machine: a burst that is due ends (T7).
       var submitters: [InMemorySpanContext] = []
       for request in 1...3 {
         submitters.append(
           try await tracer.withSpan("request \(request)", ofKind: .server) { span in
-            try await queue.delay(Self.key, for: .milliseconds(300), value: Self.value)
+            try await queue.delay(Self.key, for: .seconds(3), value: Self.value)
             return span.spanContext
           })
       }
       for _ in 1...2 {
-        try await queue.delay(Self.key, for: .milliseconds(300), value: Self.value)
+        try await queue.delay(Self.key, for: .seconds(3), value: Self.value)
       }
       let handler: @Sendable (PostgresBurstRun<String>) async throws -> Void = { run in
         fences.withLock { $0.append(run.fence) }
@@ -143,7 +144,8 @@ struct PostgresTracingTests {
       for request in 1...2 {
         submitters.append(
           try await tracer.withSpan("request \(request)") { span in
-            try await queue.delay(Self.key, for: .zero, value: Self.value)
+            // Not due at once: the second submission joins the first's burst (T7).
+            try await queue.delay(Self.key, for: .seconds(2), value: Self.value)
             return span.spanContext
           })
       }
@@ -261,7 +263,8 @@ struct PostgresTracingTests {
         for _ in 1...count {
           submitters.append(
             try await tracer.withSpan("request \(submitters.count + 1)") { span in
-              try await queue.delay(Self.key, for: .milliseconds(200), value: Self.value)
+              // Time to join on a loaded machine: a burst that is due ends (T7).
+              try await queue.delay(Self.key, for: .seconds(3), value: Self.value)
               return span.spanContext
             })
         }

@@ -285,7 +285,8 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   ///
   /// When the key's handler is running, or waits for the retry of a run that threw, the
   /// submission starts a new burst that runs after that one, never beside it, with its own value
-  /// only. The key's kept failures (``failures()``) stay kept, with their values. One
+  /// only. So it does when the key's burst is due and no worker has claimed it yet: due means due
+  /// (T7), so which values run together does not depend on how late the workers are. The key's kept failures (``failures()``) stay kept, with their values. One
   /// `INSERT … ON CONFLICT DO UPDATE`, in the database's function `dpd_submit`, which SQL
   /// callers' `dpd_delay` uses too (<doc:WorkThatCommitsWithYourData>); it wakes sleeping
   /// workers only when it makes the earliest

@@ -11,11 +11,13 @@ import PostgresNIO
 ///
 /// A row holds the key's bursts in order (see `Schema`): the head in `value`, the others in
 /// `later`. A submission joins the newest burst when that one still takes submissions: it has
-/// never been claimed (it neither runs nor waits for the retry of a run that threw), and has
-/// fewer than `maxSubmissions` ($7). Otherwise it starts a new burst at
-/// the end of `later`: behind a running head (runs of one key never overlap), behind a head that
-/// waits for its retry (its value stays its own, P17), or behind a burst that reached
-/// `maxSubmissions`, even one that no worker has claimed yet. Joining merges the value: the
+/// never been claimed (it neither runs nor waits for the retry of a run that threw), has
+/// fewer than `maxSubmissions` ($7), and, when it is the head, is not due yet. Otherwise it
+/// starts a new burst at the end of `later`: behind a running head (runs of one key never
+/// overlap), behind a head that waits for its retry (its value stays its own, P17), behind a
+/// burst that reached `maxSubmissions`, even one that no worker has claimed yet, or behind a
+/// head that is due and waits only for a worker's claim (T7: due means due, so what runs does
+/// not depend on how late the claim is). Joining merges the value: the
 /// new one replaces the burst's (`.replace`), or is appended to it with `jsonb` concatenation
 /// (`.append`, $8), so a burst's array holds its submissions' arrays in submission order.
 ///
@@ -119,9 +121,9 @@ struct DelayStatement: PostgresPreparedStatement {
   // - `fresh`: the row holds no burst (a failure of schema version 5, or a row kept only for
   //   the spacing); the submission makes it a fresh burst.
   // - `startsBehind`: the newest burst takes no more submissions (it reached `maxSubmissions`),
-  //   or the head was claimed (it runs, or waits for the retry of a run that threw: P17, its
-  //   value stays its own) and nothing waits behind it; the submission starts a new burst at the
-  //   end of `later`.
+  //   or nothing waits behind the head and the head was claimed (it runs, or waits for the
+  //   retry of a run that threw: P17, its value stays its own) or is due (T7); the submission
+  //   starts a new burst at the end of `later`.
   // - otherwise, when `later` holds bursts, the submission joins the newest of them (the last
   //   one in `later`);
   // - otherwise it joins the head, which waits for its first run.
@@ -133,7 +135,7 @@ struct DelayStatement: PostgresPreparedStatement {
   /// Given a row that holds bursts: the submission starts a new burst behind them.
   private static let startsBehind = """
     (b.submissions >= coalesce($7, 2147483647)
-      OR (\(SQLFragment.headClaimed) AND b.later = '[]'::jsonb))
+      OR (b.later = '[]'::jsonb AND (\(SQLFragment.headClaimed) OR b.due_at <= \(now))))
     """
   /// The deadline of the burst the submission joins: the instant it reached `maxSubmissions`,
   /// or as a deadline moves in-process. (A burst the submission starts has the submission's
@@ -223,25 +225,23 @@ struct DelayStatement: PostgresPreparedStatement {
     var traceContext: String = ""
   }
 
-  func makeBindings() -> PostgresBindings {
+  /// The bindings `$1` to `$9`, in order, for both ways of sending the statement
+  /// (``makeBindings()``, and ``HeldConnection``'s prepared statement).
+  func encode<Encoder: BindingEncoder>(into encoder: inout Encoder) throws {
+    try encoder.encode(name)
+    try encoder.encode(submissions.map(\.key))
+    try encoder.encode(submissions.map(\.json))
+    try encoder.encode(submissions.map(\.delayMilliseconds))
+    try encoder.encode(restart)
+    try encoder.encode(maxWaitMilliseconds)
+    try encoder.encode(maxSubmissions)
+    try encoder.encode(append)
+    try encoder.encode(minimumSpacingMilliseconds)
+  }
+
+  func makeBindings() throws -> PostgresBindings {
     var bindings = PostgresBindings(capacity: 9)
-    bindings.append(name)
-    bindings.append(submissions.map(\.key))
-    bindings.append(submissions.map(\.json))
-    bindings.append(submissions.map(\.delayMilliseconds))
-    bindings.append(restart)
-    if let maxWaitMilliseconds {
-      bindings.append(maxWaitMilliseconds)
-    } else {
-      bindings.appendNull()
-    }
-    if let maxSubmissions {
-      bindings.append(maxSubmissions)
-    } else {
-      bindings.appendNull()
-    }
-    bindings.append(append)
-    bindings.append(minimumSpacingMilliseconds)
+    try encode(into: &bindings)
     return bindings
   }
 
@@ -262,16 +262,16 @@ struct DelayStatement: PostgresPreparedStatement {
   /// wait in: through the statement prepared there, or, when a submission carries a trace
   /// context, as an unnamed ``TracedDelayStatement``.
   func send(on held: HeldConnection.Held, logger: Logger) -> EventLoopFuture<Bool> {
-    if submissions.contains(where: { !$0.traceContext.isEmpty }) {
-      let query = PostgresQuery(
-        unsafeSQL: TracedDelayStatement.sql,
-        binds: TracedDelayStatement(statement: self).makeBindings())
-      return held.connection.query(query, logger: logger).flatMapThrowing { result in
-        try result.rows.first.map { try decodeRow($0) } ?? false
-      }
-    }
     let bindings: [PostgresData]
     do {
+      if submissions.contains(where: { !$0.traceContext.isEmpty }) {
+        let query = PostgresQuery(
+          unsafeSQL: TracedDelayStatement.sql,
+          binds: try TracedDelayStatement(statement: self).makeBindings())
+        return held.connection.query(query, logger: logger).flatMapThrowing { result in
+          try result.rows.first.map { try decodeRow($0) } ?? false
+        }
+      }
       bindings = try preparedBindings()
     } catch {
       return held.connection.eventLoop.makeFailedFuture(error)
@@ -298,21 +298,12 @@ struct DelayStatement: PostgresPreparedStatement {
     var description: String { "dpd_submit answered something else than one boolean" }
   }
 
-  /// ``makeBindings()`` as the prepared statement of ``HeldConnection`` takes them: the same
-  /// values, in the same binary encodings.
+  /// The bindings as the prepared statement of ``HeldConnection`` takes them: the same values,
+  /// from ``encode(into:)``, in their binary encodings.
   private func preparedBindings() throws -> [PostgresData] {
-    func data<Value: PostgresEncodable>(_ value: Value?) throws -> PostgresData {
-      guard let value else { return PostgresData(type: Value.psqlType, formatCode: .binary) }
-      var buffer = ByteBuffer()
-      try value.encode(into: &buffer, context: .default)
-      return PostgresData(type: Value.psqlType, formatCode: Value.psqlFormat, value: buffer)
-    }
-    return [
-      try data(name), try data(submissions.map { $0.key }), try data(submissions.map { $0.json }),
-      try data(submissions.map { $0.delayMilliseconds }), try data(restart),
-      try data(maxWaitMilliseconds), try data(maxSubmissions), try data(append),
-      try data(minimumSpacingMilliseconds),
-    ]
+    var bindings = PreparedBindings()
+    try encode(into: &bindings)
+    return bindings.values
   }
 }
 
@@ -328,9 +319,10 @@ struct TracedDelayStatement: PostgresPreparedStatement {
 
   var statement: DelayStatement
 
-  func makeBindings() -> PostgresBindings {
-    var bindings = statement.makeBindings()
-    bindings.append(statement.submissions.map(\.traceContext))
+  func makeBindings() throws -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: 10)
+    try statement.encode(into: &bindings)
+    try bindings.encode(statement.submissions.map(\.traceContext))
     return bindings
   }
 
