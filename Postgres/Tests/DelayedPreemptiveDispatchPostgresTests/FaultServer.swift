@@ -21,6 +21,14 @@ enum FaultServer {
   }
 }
 
+/// The suites that restart, freeze or stream from the fault server (`PostgresOutageTests`,
+/// `PostgresStandbyTests`), nested here so that they run one at a time: a restart in one would
+/// otherwise end the other's connections (SQLSTATE 57P01) in the middle of its test.
+@Suite(.serialized) enum FaultServerSuites {}
+
+typealias PostgresOutageTests = FaultServerSuites.PostgresOutageTests
+typealias PostgresStandbyTests = FaultServerSuites.PostgresStandbyTests
+
 /// `scripts/postgres.sh`, which starts and controls the test servers.
 enum PostgresScript {
   /// The script, found from this file's place in the repository.
