@@ -180,8 +180,9 @@ struct PostgresReplicaTests {
       let table = RunTable(client: client, name: queue.name)
       let flags = ["--append", "--handler-ms", "2500", "--lease-ms", "3000"]
       let victim = try await Self.startWorkers(1, name: queue.name, flags)[0]
-      try await queue.delay("t", for: .milliseconds(100), value: ["a"])
-      try await queue.delay("t", for: .milliseconds(100), value: ["b"])
+      // One burst: the second call comes well within the first's deadline (T7).
+      try await queue.delay("t", for: .seconds(1), value: ["a"])
+      try await queue.delay("t", for: .seconds(1), value: ["b"])
       #expect(
         try await TestDatabase.eventually(within: .seconds(30)) {
           try await table.runs(finished: false) == 1
