@@ -70,7 +70,7 @@ struct PostgresMigrationTests {
       try await group.waitForAll()
     }
     try await queue.migrate()
-    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "7")
+    #expect(try await Self.text(client, "SELECT version::text FROM dpd_schema") == "8")
     // Version 6: the functions of submission and the queue's stored options.
     #expect(
       try await Self.text(
@@ -126,6 +126,16 @@ struct PostgresMigrationTests {
         "SELECT (abs(extract(epoch FROM dpd_now() - now())) < 3600)::text", logger: Self.logger)
       #expect(try await real.collect().first?.decode(String.self) == "true")
     }
+
+    // Version 8: the rows found keep version 7's `cancel`, which drops every burst that waits:
+    // each one counts as pending (`retried_first`), and no newest burst is sealed.
+    #expect(
+      try await Self.text(
+        client,
+        """
+        SELECT string_agg(concat_ws(' ', key, retried_first, sealed::text), ',' ORDER BY key)
+        FROM dpd_bursts WHERE name = 'q'
+        """) == "alone 0 false,behind 1 false,waiting 1 false")
 
     // The old replica's runs end under the new schema: the burst behind one runs after it.
     func burst(_ key: String, _ claim: UUID) -> ClaimedBurst {

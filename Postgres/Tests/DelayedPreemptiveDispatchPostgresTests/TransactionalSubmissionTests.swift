@@ -112,11 +112,17 @@ struct PostgresTransactionalSubmissionTests {
         #expect(try await queue.flush("k", on: connection))
       }
       #expect(try await Self.dueInSeconds(client, queue, "k") <= 0)
+      // A flushed burst is no longer pending (rule 4: flush ends the burst): a cancel leaves it.
       try await client.withTransaction(logger: Self.logger) { (connection) async throws -> Void in
-        #expect(try await queue.cancel("k", on: connection))
         #expect(try await !queue.cancel("k", on: connection))
       }
-      #expect(try await !queue.isPending("k"))
+      #expect(try await queue.isPending("k"))
+      try await queue.delay("c", for: .seconds(60), value: "v")
+      try await client.withTransaction(logger: Self.logger) { (connection) async throws -> Void in
+        #expect(try await queue.cancel("c", on: connection))
+        #expect(try await !queue.cancel("c", on: connection))
+      }
+      #expect(try await !queue.isPending("c"))
     }
   }
 

@@ -363,9 +363,12 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
   }
 
   /// Cancels the key's pending bursts: their handler will not run for them. Returns whether
-  /// there was one. A run in progress is not interrupted; the bursts waiting behind it
-  /// (submitted during the run, or after a burst reached `maxSubmissions`) are cancelled. A
-  /// failed burst stays in ``failures()``. If the running replica dies, the re-run after its
+  /// there was one. The pending bursts are the newest one while it takes submissions, a burst
+  /// that waits for the retry of a run that threw, and failures retried with
+  /// ``retryFailure(_:)`` that have not run yet. A run in progress is not interrupted, and a
+  /// closed burst (one that reached `maxSubmissions`, or was flushed) is a decided run, as
+  /// in-process (T2, C4): it stays, also behind a running one, and runs. A failed burst stays in
+  /// ``failures()``. If the running replica dies, the re-run after its
   /// lease gets the running burst's own value. Cancelling does not reset `minimumSpacing`: the
   /// key's next run still starts no sooner than the spacing after its last run's start.
   ///
@@ -380,12 +383,16 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     }
   }
 
-  /// Makes the key's pending bursts due now and, when there was one, wakes the workers; returns
-  /// whether there was one. A burst waiting behind a running one becomes due when that run has
-  /// finished. For a key without a pending burst (unknown, failed for good, or running with no
-  /// submission since its claim) it changes nothing and sends no NOTIFY. It lifts
-  /// `minimumSpacing` for the key's next run, which the operator asked for; the spacing counts
-  /// again from that run's start.
+  /// Makes the key's pending bursts (see ``cancel(_:)``) due now and, when there was one, wakes
+  /// the workers; returns whether there was one. The newest burst is closed by it: the next
+  /// submission starts a new burst. A pending burst waiting behind a running one becomes due
+  /// when that run has finished, and one behind a closed burst (one that reached
+  /// `maxSubmissions`, T2) right after that one has run, which keeps its own due instant. For a
+  /// key without a pending burst (unknown, failed for good, running with no submission since its
+  /// claim, or only closed bursts) it changes nothing and sends no NOTIFY. It lifts
+  /// `minimumSpacing` for the first run in line when that one is pending, which the operator
+  /// asked for; the spacing counts again from that run's start, and a pending burst behind a
+  /// closed one waits for the spacing after it.
   ///
   /// Throws as ``cancel(_:)`` does.
   @discardableResult public func flush(_ key: String) async throws -> Bool {

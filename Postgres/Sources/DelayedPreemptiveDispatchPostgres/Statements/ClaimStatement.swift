@@ -12,6 +12,10 @@ import PostgresNIO
 /// deletes it once the spacing has passed, at once without one); when one does, that one becomes
 /// the head (`gaveWay`), and a later claim runs it.
 ///
+/// A claim of a head that waited for its first run takes it out of the retried failures that
+/// are first in line (`retried_first`, see `Schema`), if it was one; a claimed head alone is the
+/// newest burst, and no longer a sealed one that waits.
+///
 /// A claim starts a run: it sets `last_start` (which the run's recorded end moves to its
 /// handler's start). Under `minimumSpacing` ($6, milliseconds) a claimed row's lease ends no
 /// sooner than the spacing from the claim, so that a takeover (a run too) keeps the spacing as
@@ -75,6 +79,9 @@ struct ClaimStatement: PostgresPreparedStatement {
       claimed_generation = CASE WHEN \(exhausted) THEN NULL ELSE b.generation END,
       fence = CASE WHEN \(exhausted) THEN b.fence ELSE nextval('dpd_fence') END,
       attempts = CASE WHEN \(exhausted) THEN 0 ELSE b.attempts + 1 END,
+      sealed = b.sealed AND b.later <> '[]'::jsonb,
+      retried_first = CASE WHEN b.claim IS NULL AND b.attempts = 0
+        THEN greatest(b.retried_first - 1, 0) ELSE b.retried_first END,
       last_start = CASE WHEN \(exhausted) THEN b.last_start ELSE dpd_now() END,
       due_at = CASE
         WHEN \(givesWay) THEN greatest(\(SQLFragment.nextHeadDue), \(SQLFragment.spacedFrom("$6")))

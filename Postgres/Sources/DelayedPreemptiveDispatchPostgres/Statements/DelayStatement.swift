@@ -12,7 +12,9 @@ import PostgresNIO
 /// A row holds the key's bursts in order (see `Schema`): the head in `value`, the others in
 /// `later`. A submission joins the newest burst when that one still takes submissions: it has
 /// never been claimed (it neither runs nor waits for the retry of a run that threw), has
-/// fewer than `maxSubmissions` ($7), and, when it is the head, is not due yet. Otherwise it
+/// fewer than `maxSubmissions` ($7), was not ended by a `flush`, and, when it is the head, is
+/// not due yet. The submission that brings a burst to `maxSubmissions` seals it (`sealed`, see
+/// `Schema`): it is closed, a decided run that `cancel` and `flush` leave alone. Otherwise it
 /// starts a new burst at the end of `later`: behind a running head (runs of one key never
 /// overlap), behind a head that waits for its retry (its value stays its own, P17), behind a
 /// burst that reached `maxSubmissions`, even one that no worker has claimed yet, or behind a
@@ -51,14 +53,14 @@ struct DelayStatement: PostgresPreparedStatement {
     WITH earliest AS (
       SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     ), upserted AS (
-      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted\(
+      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted, sealed\(
         tracingContexts ? ", traces" : ""))
       SELECT $1, s.key, s.value::jsonb,
         CASE WHEN $7 <= 1 THEN \(now)
           ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
         CASE WHEN $7 <= 1 THEN \(now)
           ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        \(now)\(tracingContexts ? insertedTraces : "")
+        \(now), coalesce($7 <= 1, false)\(tracingContexts ? insertedTraces : "")
       FROM \(rows(tracingContexts: tracingContexts, single: single))
       ON CONFLICT (name, key) DO UPDATE SET
         value = CASE WHEN \(fresh) THEN excluded.value
@@ -79,6 +81,9 @@ struct DelayStatement: PostgresPreparedStatement {
         due_at = CASE WHEN \(fresh) THEN greatest(excluded.deadline, \(spaced))
           WHEN \(startsBehind) OR b.later <> '[]'::jsonb THEN b.due_at
           ELSE greatest(\(joinedDeadline), \(spaced)) END,
+        sealed = CASE WHEN \(fresh) OR \(startsBehind) THEN excluded.sealed
+          ELSE b.submissions + 1 >= coalesce($7, 2147483647) END,
+        retried_first = CASE WHEN \(fresh) THEN 0 ELSE b.retried_first END,
         attempts = CASE WHEN \(fresh) THEN 0 ELSE b.attempts END,
         last_error = CASE WHEN \(fresh) THEN NULL ELSE b.last_error END,
         failed = false,
@@ -120,8 +125,9 @@ struct DelayStatement: PostgresPreparedStatement {
   // their order (each branch is reached only when the ones before it did not match):
   // - `fresh`: the row holds no burst (a failure of schema version 5, or a row kept only for
   //   the spacing); the submission makes it a fresh burst.
-  // - `startsBehind`: the newest burst takes no more submissions (it reached `maxSubmissions`),
-  //   or nothing waits behind the head and the head was claimed (it runs, or waits for the
+  // - `startsBehind`: the newest burst takes no more submissions (it is `sealed`: it reached
+  //   `maxSubmissions`, or a flush ended it; a row of schema version 7 says so only by
+  //   `submissions`), or nothing waits behind the head and the head was claimed (it runs, or waits for the
   //   retry of a run that threw: P17, its value stays its own) or is due (T7); the submission
   //   starts a new burst at the end of `later`.
   // - otherwise, when `later` holds bursts, the submission joins the newest of them (the last
@@ -134,7 +140,7 @@ struct DelayStatement: PostgresPreparedStatement {
   private static let fresh = SQLFragment.holdsNoBurst
   /// Given a row that holds bursts: the submission starts a new burst behind them.
   private static let startsBehind = """
-    (b.submissions >= coalesce($7, 2147483647)
+    (b.sealed OR b.submissions >= coalesce($7, 2147483647)
       OR (b.later = '[]'::jsonb AND (\(SQLFragment.headClaimed) OR b.due_at <= \(now))))
     """
   /// The deadline of the burst the submission joins: the instant it reached `maxSubmissions`,

@@ -13,7 +13,10 @@ import PostgresNIO
 /// now, and the head keeps its deadline. Bursts that are not the newest are due at once when
 /// they become the head, as bursts that reached `maxSubmissions` are. A retried burst takes no
 /// submissions: when it is the newest, the row's `submissions` is the largest `int4`, so that
-/// every `maxSubmissions` counts it full, and a submission starts a new burst behind it. Its trace
+/// every `maxSubmissions` counts it full, and a submission starts a new burst behind it. The
+/// retried bursts are always first in line among the waiting ones (behind a claimed head, or
+/// before a head that waits for its first run), and the row counts them (`retried_first`, see
+/// `Schema`): they are pending, so that `cancel` drops them. Its trace
 /// record is the one it was kept with, its count fixed there.
 struct RetryFailuresStatement {
   var name: String
@@ -40,9 +43,9 @@ struct RetryFailuresStatement {
       FROM taken GROUP BY key
     ), upserted AS (
       INSERT INTO dpd_bursts AS b (name, key, value, later, deadline, due_at, first_submitted,
-        submissions, traces)
+        submissions, traces, retried_first)
       SELECT $1, r.key, r.bursts -> 0, r.bursts - 0, now.t, now.t, now.t, \(takesNoSubmissions),
-        r.records
+        r.records, jsonb_array_length(r.bursts)
       FROM retried AS r, (SELECT dpd_now() AS t) AS now
       ORDER BY r.key
       ON CONFLICT (name, key) DO UPDATE SET
@@ -62,6 +65,10 @@ struct RetryFailuresStatement {
           THEN excluded.first_submitted ELSE b.first_submitted END,
         due_at = CASE WHEN \(claimed) THEN b.due_at
           ELSE greatest(excluded.due_at, \(SQLFragment.spacedFrom("$3"))) END,
+        retried_first = CASE WHEN \(fresh) THEN excluded.retried_first
+          ELSE b.retried_first + excluded.retried_first END,
+        sealed = CASE WHEN \(fresh) OR (\(claimed) AND b.later = '[]'::jsonb) THEN false
+          ELSE b.sealed END,
         attempts = CASE WHEN \(claimed) THEN b.attempts ELSE 0 END,
         last_error = CASE WHEN \(claimed) THEN b.last_error ELSE NULL END,
         generation = b.generation + 1,

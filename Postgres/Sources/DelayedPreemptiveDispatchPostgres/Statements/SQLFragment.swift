@@ -56,13 +56,22 @@ enum SQLFragment {
     "(\(row).last_start + \(spacing) * interval '1 millisecond')"
   }
 
-  /// The assignments that leave a row's head alone, when `cancel` drops the bursts behind it:
+  /// The elements of the JSON array `array` from index `from` through index `through` (SQL
+  /// expressions), in order: `[]` when `through` < `from`, and only those that exist.
+  static func slice(_ array: String, from: String, through: String) -> String {
+    """
+    jsonb_path_query_array(\(array), '$[$from to $through]',
+      jsonb_build_object('from', \(from), 'through', \(through)))
+    """
+  }
+
+  /// The assignments that leave a row's head alone (`b`), when `cancel` drops the bursts behind it:
   /// its trace record is the only one left, and its count, kept in that record since a burst
   /// behind it started, is the newest burst's count (`submissions`) again.
   static let headAloneAgain = """
-    submissions = coalesce((traces -> 0 ->> 'count')::int, submissions),
-    traces = CASE WHEN traces = '[]'::jsonb THEN traces
-      ELSE jsonb_build_array((traces -> 0) - 'count') END
+    submissions = coalesce((b.traces -> 0 ->> 'count')::int, b.submissions),
+    traces = CASE WHEN b.traces = '[]'::jsonb THEN b.traces
+      ELSE jsonb_build_array((b.traces -> 0) - 'count') END
     """
 
   /// The trace record of a row's head as its kept failure stores it (`dpd_failures.traces`):
@@ -120,7 +129,7 @@ enum SQLFragment {
     """
     \(releasedClaim),
             attempts = 0, last_error = NULL, value = 'null'::jsonb, submissions = 0, idle = true,
-            traces = '[]'::jsonb, last_start = \(ended).started, due_at = \(ended).spaced_until
+            traces = '[]'::jsonb, sealed = false, retried_first = 0, last_start = \(ended).started, due_at = \(ended).spaced_until
     """
   }
 

@@ -59,9 +59,20 @@ import PostgresNIO
 /// Version 7 reads time in one place: `dpd_now()` (``clock``) is the only reading of the clock in
 /// every statement, function and column default; the defaults of `dpd_failures.failed_at` and
 /// `dpd_queues.migrated_at` become `dpd_now()`.
+///
+/// Version 8 tells a row's closed bursts from its pending ones (T2, C4), so that `cancel` and
+/// `flush` leave a closed burst alone, as in-process: `sealed` says that the newest burst takes
+/// no more submissions (it reached `maxSubmissions`, or a `flush` ended it), and `retried_first`
+/// how many of the waiting bursts, first in line, are retried failures (``RetryFailuresStatement``).
+/// Of a row's waiting bursts (the head, unless it is claimed, then those in `later`), the
+/// pending ones are a head that waits for the retry of a run that threw, the retried failures
+/// after it, and the newest burst while it is not sealed; every other one is closed: a decided
+/// run, which `cancel` never drops and `flush` never moves (``CancelStatement``,
+/// ``FlushStatement``). Rows written before this version get `retried_first` = all their waiting
+/// bursts, so that `cancel` drops them all, as it did.
 enum Schema {
   /// The version this package writes and understands.
-  static let version = 7
+  static let version = 8
 
   /// The database's clock, as every statement, function and default reads it: `clock_timestamp()`,
   /// unless the session (or transaction) sets `dpd.now` to an instant, which tests do to move
@@ -191,6 +202,15 @@ enum Schema {
           ALTER TABLE dpd_queues ALTER COLUMN migrated_at SET DEFAULT dpd_now();
           ALTER TABLE dpd_failures ALTER COLUMN failed_at SET DEFAULT dpd_now();
           UPDATE dpd_schema SET version = 7;
+        END IF;
+        IF found < 8 THEN
+          ALTER TABLE dpd_bursts
+            ADD COLUMN sealed boolean NOT NULL DEFAULT false,
+            ADD COLUMN retried_first integer NOT NULL DEFAULT 0;
+          UPDATE dpd_bursts
+          SET retried_first = (CASE WHEN claim IS NULL THEN 1 ELSE 0 END) + jsonb_array_length(later)
+          WHERE NOT failed AND NOT idle;
+          UPDATE dpd_schema SET version = 8;
         END IF;
         IF (SELECT functions FROM dpd_schema) IS DISTINCT FROM md5(install) THEN
           EXECUTE install;
