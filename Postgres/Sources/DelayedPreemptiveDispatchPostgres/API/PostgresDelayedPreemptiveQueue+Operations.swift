@@ -67,39 +67,38 @@ extension PostgresDelayedPreemptiveQueue {
   /// Retries the kept failures of this queue that `selection` picks, in one statement (see
   /// ``RetryFailuresStatement``); returns how many.
   private func retryFailures(_ selection: FailureSelection) async throws -> Int {
-    let query = RetryFailuresStatement(
-      name: name, selection: selection, minimumSpacingMilliseconds: minimumSpacingMilliseconds
-    ).query
-    let logger = logger
-    let retried = try await database("retryFailure", key: selection.key) { connection in
-      try await connection.scalar(query, as: Int.self, logger: logger) ?? 0
-    }
-    if retried > 0 {
-      logger.info(
-        "kept failure runs again (retryFailure)", metadata: ["dpd.failures": "\(retried)"])
-      logger.debug(
-        "retryFailure",
-        metadata: ["dpd.key": "\(selection.key ?? "")", "dpd.failure": "\(selection)"])
-    }
-    return retried
+    try await changeFailures(
+      "retryFailure", selection,
+      query: RetryFailuresStatement(
+        name: name, selection: selection, minimumSpacingMilliseconds: minimumSpacingMilliseconds
+      ).query,
+      changed: "kept failure runs again")
   }
 
   /// Deletes the kept failures of this queue that `selection` picks (see
   /// ``DiscardFailuresStatement``); returns how many.
   private func discardFailures(_ selection: FailureSelection) async throws -> Int {
-    let query = DiscardFailuresStatement(name: name, selection: selection).query
+    try await changeFailures(
+      "discardFailure", selection,
+      query: DiscardFailuresStatement(name: name, selection: selection).query,
+      changed: "kept failure discarded")
+  }
+
+  /// Sends `query`, the statement of the operator's `call` on the kept failures that `selection`
+  /// picks, which selects how many it changed; logs `changed` when there was one.
+  private func changeFailures(
+    _ call: String, _ selection: FailureSelection, query: PostgresQuery, changed: String
+  ) async throws -> Int {
     let logger = logger
-    let discarded = try await database("discardFailure", key: selection.key) { connection in
+    let count = try await database(call, key: selection.key) { connection in
       try await connection.scalar(query, as: Int.self, logger: logger) ?? 0
     }
-    if discarded > 0 {
-      logger.info(
-        "kept failure discarded (discardFailure)", metadata: ["dpd.failures": "\(discarded)"])
+    if count > 0 {
+      logger.info("\(changed) (\(call))", metadata: ["dpd.failures": "\(count)"])
       logger.debug(
-        "discardFailure",
-        metadata: ["dpd.key": "\(selection.key ?? "")", "dpd.failure": "\(selection)"])
+        "\(call)", metadata: ["dpd.key": "\(selection.key ?? "")", "dpd.failure": "\(selection)"])
     }
-    return discarded
+    return count
   }
 
   /// The bursts that a worker of any replica holds at this moment, by key: who runs them, which
