@@ -2,7 +2,7 @@
 # The server's instructions per submission of `delay`'s statement, as callgrind counts them:
 # repeatable where the wall clock on this shared machine moves by 10 to 25 %.
 #
-#   scripts/postgres-instructions.sh [--batch N] BENCH...
+#   scripts/postgres-instructions.sh [--batch N] [--hot] BENCH...
 #   scripts/postgres-instructions.sh --write-floor BENCH
 #
 # BENCH is a dpd-postgres-bench binary (a release build; an older commit's build compares that
@@ -13,7 +13,8 @@
 # 300 and then 900 times, each execution a transaction of N submissions with fresh keys
 # (N = 1 by default; 64 is near the batches that 64 producers make). The figure is
 # (I(900) - I(300)) / 600 / N: instructions per submission, the start-up and the preparation
-# cancelled out.
+# cancelled out. --hot sends the submissions to 100 keys in turn instead of fresh keys, so that
+# all but the first 100 join a burst (the upsert's conflict branch: what debouncing a key does).
 #
 # --write-floor measures, the same way, the bench's write floor instead: the plainest write of
 # a submission's row (a one-row INSERT with no rule into a copy of `dpd_bursts` with its indexes
@@ -23,7 +24,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 batch=1
 write_floor=0
+hot=0
 if [[ "${1:-}" == "--batch" ]]; then batch="$2"; shift 2; fi
+if [[ "${1:-}" == "--hot" ]]; then hot=1; shift; fi
 if [[ "${1:-}" == "--write-floor" ]]; then write_floor=1; shift; fi
 if [[ $write_floor -eq 1 && $batch -ne 1 ]]; then
   echo "$0: --write-floor measures one row per transaction: no --batch" >&2; exit 2
@@ -53,10 +56,10 @@ for bench in "$@"; do
   for runs in 300 900; do
     rm -rf "$work/data"
     cp -a "$DIR/data" "$work/data"
-    python3 - "$work/statement.sql" "$runs" "$batch" >"$work/input.sql" <<'PY'
+    python3 - "$work/statement.sql" "$runs" "$batch" "$hot" >"$work/input.sql" <<'PY'
 import sys
 statement = open(sys.argv[1]).read().strip().rstrip(";")
-runs, batch = int(sys.argv[2]), int(sys.argv[3])
+runs, batch, hot = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 if batch > 1:
     for single, many in [
         ("ARRAY['k' || :k]::text[]",
@@ -69,7 +72,7 @@ if batch > 1:
         statement = statement.replace(single, many)
 print("PREPARE submit(bigint) AS " + statement.replace(":k", "$1") + ";\n")
 for index in range(runs):
-    print(f"EXECUTE submit({1_000_000 + index});\n")
+    print(f"EXECUTE submit({1_000_000 + (index % 100 if hot else index)});\n")
 PY
     chown -R postgres "$work"
     runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
@@ -82,6 +85,7 @@ PY
     total[$runs]=$(sed -n 's/^summary: //p' "$work/callgrind.out")
   done
   what="server instructions per submission (batches of $batch)"
+  [[ $hot -eq 0 ]] || what="$what, to 100 keys in turn"
   [[ $write_floor -eq 0 ]] || what="server instructions per plain one-row write (the write floor)"
   python3 -c "print('$bench: %.0f $what' % ((${total[900]} - ${total[300]}) / 600 / $batch))"
   scripts/postgres.sh up >/dev/null

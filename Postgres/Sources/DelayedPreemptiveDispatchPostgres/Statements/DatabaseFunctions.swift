@@ -41,6 +41,7 @@ enum DatabaseFunctions {
     DECLARE
       notified boolean;
       \(DelayStatement.now) timestamptz := dpd_now();
+      \(DelayStatement.cap) int8 := coalesce($7, 2147483647);
     BEGIN
       IF $10 IS NULL AND cardinality($2) = 1 THEN
         \(DelayStatement.upsertSQL(tracingContexts: false, single: true))

@@ -13,8 +13,9 @@ import PostgresNIO
 /// `later`. A submission joins the newest burst when that one still takes submissions: it has
 /// never been claimed (it neither runs nor waits for the retry of a run that threw), has
 /// fewer than `maxSubmissions` ($7), was not ended by a `flush`, and, when it is the head, is
-/// not due yet. The submission that brings a burst to `maxSubmissions` seals it (`sealed`, see
-/// `Schema`): it is closed, a decided run that `cancel` and `flush` leave alone. Otherwise it
+/// not due yet. The submission that brings a burst to `maxSubmissions` (its call's) seals it
+/// (`sealed`, see `Schema`): it is closed, a decided run that `cancel` and `flush` leave alone,
+/// and takes no more submissions, also from a call with a larger `maxSubmissions`. Otherwise it
 /// starts a new burst at the end of `later`: behind a running head (runs of one key never
 /// overlap), behind a head that waits for its retry (its value stays its own, P17), behind a
 /// burst that reached `maxSubmissions`, even one that no worker has claimed yet, or behind a
@@ -53,15 +54,7 @@ struct DelayStatement: PostgresPreparedStatement {
     WITH earliest AS (
       SELECT min(due_at) AS at FROM dpd_bursts WHERE name = $1 AND \(SQLFragment.holdsWork)
     ), upserted AS (
-      INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted, sealed\(
-        tracingContexts ? ", traces" : ""))
-      SELECT $1, s.key, s.value::jsonb,
-        CASE WHEN $7 <= 1 THEN \(now)
-          ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        CASE WHEN $7 <= 1 THEN \(now)
-          ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
-        \(now), coalesce($7 <= 1, false)\(tracingContexts ? insertedTraces : "")
-      FROM \(rows(tracingContexts: tracingContexts, single: single))
+      \(insert(tracingContexts: tracingContexts, single: single))
       ON CONFLICT (name, key) DO UPDATE SET
         value = CASE WHEN \(fresh) THEN excluded.value
           WHEN \(startsBehind) OR b.later <> '[]'::jsonb THEN b.value
@@ -82,8 +75,7 @@ struct DelayStatement: PostgresPreparedStatement {
           WHEN \(startsBehind) OR b.later <> '[]'::jsonb THEN b.due_at
           ELSE greatest(\(joinedDeadline), \(spaced)) END,
         sealed = CASE WHEN \(fresh) OR \(startsBehind) THEN excluded.sealed
-          ELSE b.submissions + 1 >= coalesce($7, 2147483647) END,
-        retried_first = CASE WHEN \(fresh) THEN 0 ELSE b.retried_first END,
+          ELSE b.submissions + 1 >= \(cap) END,
         attempts = CASE WHEN \(fresh) THEN 0 ELSE b.attempts END,
         last_error = CASE WHEN \(fresh) THEN NULL ELSE b.last_error END,
         failed = false,
@@ -91,6 +83,21 @@ struct DelayStatement: PostgresPreparedStatement {
       RETURNING b.due_at, b.claim IS NULL AS waiting
     )
     SELECT \(SQLFragment.wakingWorkers(of: "$1", when: wakes, value: "true", otherwise: "false"))
+    """
+  }
+
+  /// The `INSERT` of the submissions as new rows, without its conflict clause.
+  private static func insert(tracingContexts: Bool, single: Bool) -> String {
+    """
+    INSERT INTO dpd_bursts AS b (name, key, value, deadline, due_at, first_submitted, sealed\(
+        tracingContexts ? ", traces" : ""))
+      SELECT $1, s.key, s.value::jsonb,
+        CASE WHEN $7 <= 1 THEN \(now)
+          ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        CASE WHEN $7 <= 1 THEN \(now)
+          ELSE \(now) + least(greatest(s.delay, 0), $6) * interval '1 millisecond' END,
+        \(now), \(cap) <= 1\(tracingContexts ? insertedTraces : "")
+      FROM \(rows(tracingContexts: tracingContexts, single: single))
     """
   }
 
@@ -126,34 +133,43 @@ struct DelayStatement: PostgresPreparedStatement {
   // - `fresh`: the row holds no burst (a failure of schema version 5, or a row kept only for
   //   the spacing); the submission makes it a fresh burst.
   // - `startsBehind`: the newest burst takes no more submissions (it is `sealed`: it reached
-  //   `maxSubmissions`, or a flush ended it; a row of schema version 7 says so only by
-  //   `submissions`), or nothing waits behind the head and the head was claimed (it runs, or waits for the
-  //   retry of a run that threw: P17, its value stays its own) or is due (T7); the submission
-  //   starts a new burst at the end of `later`.
+  //   `maxSubmissions`, a flush ended it, or it is a retried failure), or nothing waits behind
+  //   the head and the head was claimed (it runs, or waits for the retry of a run that threw:
+  //   P17, its value stays its own) or is due (T7); the submission starts a new burst at the
+  //   end of `later`.
   // - otherwise, when `later` holds bursts, the submission joins the newest of them (the last
   //   one in `later`);
   // - otherwise it joins the head, which waits for its first run.
   // Each condition is written once per column, so that the database compiles a small
-  // expression for each execution.
+  // expression for each execution. The database compiles the conflict branch's expressions at
+  // every execution, also when no row conflicts, and each reference to a variable or parameter
+  // of `dpd_submit` there costs about 3,000 server instructions (`scripts/postgres-instructions.sh`):
+  // so the conditions read the row and `excluded` (the submission's instant is
+  // `excluded.first_submitted`), and `maxSubmissions` is compared once, where a submission
+  // seals the burst it brings to it.
 
   /// The row holds no burst.
   private static let fresh = SQLFragment.holdsNoBurst
   /// Given a row that holds bursts: the submission starts a new burst behind them.
   private static let startsBehind = """
-    (b.sealed OR b.submissions >= coalesce($7, 2147483647)
-      OR (b.later = '[]'::jsonb AND (\(SQLFragment.headClaimed) OR b.due_at <= \(now))))
+    (b.sealed
+      OR (b.later = '[]'::jsonb AND (\(SQLFragment.headClaimed)
+        OR b.due_at <= excluded.first_submitted)))
     """
   /// The deadline of the burst the submission joins: the instant it reached `maxSubmissions`,
   /// or as a deadline moves in-process. (A burst the submission starts has the submission's
   /// deadline, which is already the instant of its call when `maxSubmissions` is 1.)
   private static let joinedDeadline = """
-    (CASE WHEN b.submissions + 1 >= coalesce($7, 2147483647) THEN excluded.first_submitted
+    (CASE WHEN b.submissions + 1 >= \(cap) THEN excluded.first_submitted
       ELSE \(mergedDeadline) END)
     """
   /// The instant of the submissions: `dpd_submit`'s variable, read once from `dpd_now()`
   /// before the statement (see ``DatabaseFunctions``), so that the statement needs no join to
   /// read it.
   static let now = "submitted_at"
+  /// `maxSubmissions` ($7), or the largest `int4` for none: `dpd_submit`'s variable, computed
+  /// once before the statement.
+  static let cap = "submission_cap"
   /// The key's last run start plus `minimumSpacing` ($9): a waiting head is due no sooner.
   private static let spaced = SQLFragment.spacedFrom("$9")
   /// The burst's value with the submission's merged in: replaced, or appended (`.append`).

@@ -12,8 +12,8 @@ import PostgresNIO
 /// bursts that wait; when the head waits for its first run, they go before it, the first one due
 /// now, and the head keeps its deadline. Bursts that are not the newest are due at once when
 /// they become the head, as bursts that reached `maxSubmissions` are. A retried burst takes no
-/// submissions: when it is the newest, the row's `submissions` is the largest `int4`, so that
-/// every `maxSubmissions` counts it full, and a submission starts a new burst behind it. The
+/// submissions: when it is the newest, it is sealed (see `Schema`), and the row's `submissions`
+/// is the largest `int4`, so that a submission starts a new burst behind it. The
 /// retried bursts are always first in line among the waiting ones (behind a claimed head, or
 /// before a head that waits for its first run), and the row counts them (`retried_first`, see
 /// `Schema`): they are pending, so that `cancel` drops them. Its trace
@@ -43,9 +43,9 @@ struct RetryFailuresStatement {
       FROM taken GROUP BY key
     ), upserted AS (
       INSERT INTO dpd_bursts AS b (name, key, value, later, deadline, due_at, first_submitted,
-        submissions, traces, retried_first)
+        submissions, traces, retried_first, sealed)
       SELECT $1, r.key, r.bursts -> 0, r.bursts - 0, now.t, now.t, now.t, \(takesNoSubmissions),
-        r.records, jsonb_array_length(r.bursts)
+        r.records, jsonb_array_length(r.bursts), true
       FROM retried AS r, (SELECT dpd_now() AS t) AS now
       ORDER BY r.key
       ON CONFLICT (name, key) DO UPDATE SET
@@ -67,7 +67,7 @@ struct RetryFailuresStatement {
           ELSE greatest(excluded.due_at, \(SQLFragment.spacedFrom("$3"))) END,
         retried_first = CASE WHEN \(fresh) THEN excluded.retried_first
           ELSE b.retried_first + excluded.retried_first END,
-        sealed = CASE WHEN \(fresh) OR (\(claimed) AND b.later = '[]'::jsonb) THEN false
+        sealed = CASE WHEN \(fresh) OR (\(claimed) AND b.later = '[]'::jsonb) THEN true
           ELSE b.sealed END,
         attempts = CASE WHEN \(claimed) THEN b.attempts ELSE 0 END,
         last_error = CASE WHEN \(claimed) THEN b.last_error ELSE NULL END,

@@ -62,14 +62,16 @@ import PostgresNIO
 ///
 /// Version 8 tells a row's closed bursts from its pending ones (T2, C4), so that `cancel` and
 /// `flush` leave a closed burst alone, as in-process: `sealed` says that the newest burst takes
-/// no more submissions (it reached `maxSubmissions`, or a `flush` ended it), and `retried_first`
+/// no more submissions (it reached `maxSubmissions`, a `flush` ended it, or it is a retried
+/// failure), and `retried_first`
 /// how many of the waiting bursts, first in line, are retried failures (``RetryFailuresStatement``).
 /// Of a row's waiting bursts (the head, unless it is claimed, then those in `later`), the
 /// pending ones are a head that waits for the retry of a run that threw, the retried failures
 /// after it, and the newest burst while it is not sealed; every other one is closed: a decided
 /// run, which `cancel` never drops and `flush` never moves (``CancelStatement``,
 /// ``FlushStatement``). Rows written before this version get `retried_first` = all their waiting
-/// bursts, so that `cancel` drops them all, as it did.
+/// bursts, so that `cancel` drops them all, as it did, and are sealed when their newest burst
+/// has the `maxSubmissions` that their queue stored (a retried one has the largest `int4`).
 enum Schema {
   /// The version this package writes and understands.
   static let version = 8
@@ -207,8 +209,10 @@ enum Schema {
           ALTER TABLE dpd_bursts
             ADD COLUMN sealed boolean NOT NULL DEFAULT false,
             ADD COLUMN retried_first integer NOT NULL DEFAULT 0;
-          UPDATE dpd_bursts
-          SET retried_first = (CASE WHEN claim IS NULL THEN 1 ELSE 0 END) + jsonb_array_length(later)
+          UPDATE dpd_bursts AS b
+          SET retried_first = (CASE WHEN claim IS NULL THEN 1 ELSE 0 END) + jsonb_array_length(later),
+            sealed = b.submissions >= coalesce(
+              (SELECT q.max_submissions FROM dpd_queues AS q WHERE q.name = b.name), 2147483647)
           WHERE NOT failed AND NOT idle;
           UPDATE dpd_schema SET version = 8;
         END IF;
