@@ -170,11 +170,24 @@ def section(runs):
                 f"| `delay`, 64 producers, ahead of {peer} at 64 | {cell(peer64, 2, '×')} | "
                 f"{verdict(peer64, lambda r: r > 1.0)} |")
     for peer in [name for name in contenders(runs) if name not in (OURS, "pgbench")]:
-        drains = ratios(runs, value_of(OURS, "drain"), value_of(peer, "drain"))
+        drains = ratios(runs, value_of(OURS, "drain", jobs=100_000), value_of(peer, "drain"))
         if drains:
             lines.append(
-                f"| drain of 10⁵ due keys, 3 worker processes, ahead of {peer} | "
-                f"{cell(drains, 2, '×')} | {verdict(drains, lambda r: r > 1.0)} |")
+                f"| drain of 10⁵ due keys, 3 worker processes, ≥ 2× {peer}'s | "
+                f"{cell(drains, 2, '×')} | {verdict(drains, lambda r: r >= 2.0)} |")
+    to_drain_floor = ratios(runs, value_of(OURS, "drain", jobs=100_000),
+                            value_of(OURS, "drain-floor", jobs=100_000))
+    if to_drain_floor:
+        lines.append(
+            f"| drain of 10⁵ due keys ≥ 0.5× the drain floor (3 connections claiming and ending "
+            f"rows by hand) | {cell(to_drain_floor, 2, '×')} | "
+            f"{verdict(to_drain_floor, lambda r: r >= 0.5)} |")
+    flatness = ratios(runs, value_of(OURS, "drain-last-tenth", jobs=1_000_000),
+                      value_of(OURS, "drain-first-tenth", jobs=1_000_000))
+    if flatness:
+        lines.append(
+            f"| drain of 10⁶ due keys: its last tenth ≥ 0.8× its first tenth (runs/s) | "
+            f"{cell(flatness, 2, '×')} | {verdict(flatness, lambda r: r >= 0.8)} |")
     for load in (0, 64):
         p99 = values(runs, OURS, "lateness", field="p99", producers=load)
         label = "idle queue" if load == 0 else f"{load} producers submitting"
@@ -236,10 +249,26 @@ def section(runs):
         "|---|--:|---|",
     ]
     for contender in contenders(runs):
-        drained = values(runs, contender, "drain")
+        drained = values(runs, contender, "drain", jobs=100_000) or values(runs, contender, "drain")
         if drained:
             name = "this package" if contender == OURS else contender
             lines.append(f"| {name} | {cell(drained)} | {notes(runs, contender, 'drain') or ''} |")
+    drain_floor = values(runs, OURS, "drain-floor", jobs=100_000)
+    if drain_floor:
+        lines.append(f"| drain floor | {cell(drain_floor)} | "
+                     f"{notes(runs, OURS, 'drain-floor') or ''} |")
+    for jobs in (100_000, 1_000_000):
+        first = values(runs, OURS, "drain-first-tenth", jobs=jobs)
+        last = values(runs, OURS, "drain-last-tenth", jobs=jobs)
+        total = values(runs, OURS, "drain", jobs=jobs)
+        floor = values(runs, OURS, "drain-floor", jobs=jobs)
+        if first and last:
+            lines += [
+                "",
+                f"Drain of {jobs:,} due keys by this package: {cell(total)} runs/s in all, "
+                f"{cell(first)} runs/s in its first tenth and {cell(last)} runs/s in its last "
+                f"tenth; the drain floor on the same rows {cell(floor)} rows/s.",
+            ]
     lines += [
         "",
         "| fire lateness, deadline to handler start (300 keys, 20 ms delays) | p50 | p99 | max |",
@@ -255,7 +284,8 @@ def section(runs):
                           if entry.get("contender", OURS) == contender
                           and entry.get("figure") not in ("submit", "drain", "lateness", "floor", "load",
                                                           "statement-floor", "write-floor",
-                                                          "transaction")})
+                                                          "transaction", "drain-floor",
+                                                          "drain-first-tenth", "drain-last-tenth")})
         for figure in figures:
             samples = values(runs, contender, figure)
             entry = next(entry for run in runs for entry in run

@@ -17,7 +17,10 @@
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
-// 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-demo worker processes (runs/s).
+// 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-demo worker processes (runs/s), with
+//    the rates of the first and the last tenth of the backlog; and the drain floor before it,
+//    on the same rows: 3 connections claiming and ending due rows by hand (DrainFloor); then the
+//    same for 10^6 keys (the part `drain-large`).
 // 3. lateness: deadline to handler start, one worker, 300 keys with 20 ms delays, on an idle
 //    queue and while 64 producers submit.
 // 4. transaction: one producer, each call a transaction of one submission
@@ -87,7 +90,7 @@ let producerCounts = (ProcessInfo.processInfo.environment["DPD_BENCH_PRODUCERS"]
 /// Which parts run (DPD_BENCH_PARTS, comma-separated; default all of them).
 let parts = Set(
   (ProcessInfo.processInfo.environment["DPD_BENCH_PARTS"]
-    ?? "floor,submit,drain,lateness,transaction")
+    ?? "floor,submit,drain,drain-large,lateness,transaction")
     .split(separator: ",").map(String.init))
 
 /// A logger that discards every line, for the calls sent by hand. (Defined before the parts: a
@@ -222,67 +225,118 @@ if parts.contains("submit") {
   }
 }
 
-// 2. drain of 10^5 keys due at once, 3 worker processes
-if parts.contains("drain") {
+// 2. drain: N keys due at once, run by 3 worker processes; before it, the drain floor on the
+// same rows (see DrainFloor). N is 10^5 (the part `drain`) and 10^6 (`drain-large`). The runs are
+// counted from the workers' own output (a line per run, through a pipe), so that the server
+// being measured is never polled; the rates of the first and the last tenth of the backlog show
+// a plan or a table that slows down as the drain goes on.
+if parts.contains("drain") || parts.contains("drain-large") {
   let drainName = "bench-drain"
-  let drainKeys = 100_000
   let workerCount = 3
   let workerConcurrency = 32
-  let workerPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("dpd-postgres-demo").path
-  var workers: [Process] = []
-  for _ in 0..<workerCount {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: workerPath)
-    process.arguments = [
-      "worker", "--name", drainName, "--log-level", "error",
-      "--concurrency", "\(workerConcurrency)",
-    ]
-    process.environment = ProcessInfo.processInfo.environment
-    // The worker prints a line per run; the drain measures the runs, not a terminal.
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    workers.append(process)
+  let sizes =
+    (parts.contains("drain") ? [100_000] : []) + (parts.contains("drain-large") ? [1_000_000] : [])
+  /// Inserts `count` rows of the drain's queue due at `delay` from now on the database's clock,
+  /// and takes statistics; returns that instant (seconds since 1970).
+  func insertDue(_ count: Int, in delay: Int) async throws -> Double {
+    let inserted = try await client.query(
+      """
+      WITH d AS (SELECT clock_timestamp() + \(delay) * interval '1 second' AS t), rows AS (
+        INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
+        SELECT \(drainName), 'k' || i, '"x"'::jsonb, d.t, d.t, d.t
+        FROM generate_series(1, \(count)) AS i, d
+      )
+      SELECT extract(epoch FROM t)::float8 FROM d
+      """
+    ).decode(Double.self)
+    var due = 0.0
+    for try await instant in inserted { due = instant }
+    _ = try await client.query("ANALYZE dpd_bursts")
+    return due
   }
-  try await Task.sleep(for: .seconds(2))
-  // All rows share one deadline 5 s from now, on the database's clock, which the statement
-  // returns: the clock runs from that instant (the insert of 10^5 rows takes a second or two).
-  // The analysis comes before it, so that the workers' claims are planned for the rows.
-  let inserted = try await client.query(
-    """
-    WITH d AS (SELECT clock_timestamp() + interval '5 s' AS t), rows AS (
-      INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
-      SELECT \(drainName), 'k' || i, '"x"'::jsonb, d.t, d.t, d.t
-      FROM generate_series(1, \(drainKeys)) AS i, d
-    )
-    SELECT extract(epoch FROM t)::float8 FROM d
-    """
-  ).decode(Double.self)
-  var due = 0.0
-  for try await instant in inserted { due = instant }
-  _ = try await client.query("ANALYZE dpd_bursts")
-  guard Date().timeIntervalSince1970 < due else {
-    progress("drain: inserting and analysing the rows took past their deadline")
-    exit(1)
-  }
-  while Date().timeIntervalSince1970 < due { try await Task.sleep(for: .milliseconds(2)) }
-  // `pendingCount()` counts 10^5 rows; polling it would load the server being measured.
-  func anyLeft() async throws -> Bool {
+  for drainKeys in sizes {
+    // The floor, on the same rows, due at once.
+    _ = try await insertDue(drainKeys, in: 0)
+    let floorStart = ContinuousClock.now
+    let floorEnded = try await DrainFloor.drain(
+      client: client, name: drainName, clients: workerCount, batch: workerConcurrency,
+      logger: silentLogger)
+    let floorRate = Double(floorEnded) / seconds(ContinuousClock.now - floorStart)
+    guard floorEnded == drainKeys else {
+      progress("drain floor: ended \(floorEnded) of \(drainKeys) rows")
+      exit(1)
+    }
+    progress(String(format: "drain floor %d keys: %.0f rows/s", drainKeys, floorRate))
+    emit(
+      Figure(
+        figure: "drain-floor", workers: workerCount, jobs: drainKeys, value: floorRate,
+        unit: "rows/s",
+        note: "by hand: claim \(workerConcurrency) due rows FOR UPDATE SKIP LOCKED, then delete "
+          + "them, \(workerCount) connections, prepared"))
+    try await reset()
+
+    let runs = RunCounter(total: drainKeys)
+    let workerPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+      .appendingPathComponent("dpd-postgres-demo").path
+    var workers: [Process] = []
+    for _ in 0..<workerCount {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: workerPath)
+      process.arguments = [
+        "worker", "--name", drainName, "--log-level", "error",
+        "--concurrency", "\(workerConcurrency)",
+      ]
+      process.environment = ProcessInfo.processInfo.environment
+      // The worker prints a line per run: counted, never shown.
+      let output = Pipe()
+      process.standardOutput = output
+      runs.count(output.fileHandleForReading)
+      try process.run()
+      workers.append(process)
+    }
+    try await Task.sleep(for: .seconds(2))
+    // All rows share one deadline 5 s (10^5 keys) or 30 s (10^6) from now, on the database's
+    // clock, which the statement returns: the clock runs from that instant. The analysis comes
+    // before it, so that the workers' claims are planned for the rows.
+    let due = try await insertDue(drainKeys, in: drainKeys > 100_000 ? 30 : 5)
+    guard Date().timeIntervalSince1970 < due else {
+      progress("drain: inserting and analysing the rows took past their deadline")
+      exit(1)
+    }
+    while !runs.isDone { try await Task.sleep(for: .milliseconds(50)) }
+    let tenths = runs.tenths()
+    let drainRate = Double(drainKeys) / (tenths.last! - due)
+    // Ten tenths: the first from the deadline, each next one from the end of the one before.
+    let firstTenth = Double(drainKeys / 10) / (tenths[0] - due)
+    let lastTenth = Double(drainKeys / 10) / (tenths[9] - tenths[8])
+    progress(
+      String(
+        format: "drain %d keys: %.0f runs/s (first tenth %.0f, last tenth %.0f)", drainKeys,
+        drainRate, firstTenth, lastTenth))
+    let note = "concurrency \(workerConcurrency) per worker process"
+    emit(
+      Figure(
+        figure: "drain", workers: workerCount, jobs: drainKeys, value: drainRate, unit: "runs/s",
+        note: note))
+    emit(
+      Figure(
+        figure: "drain-first-tenth", workers: workerCount, jobs: drainKeys, value: firstTenth,
+        unit: "runs/s", note: note))
+    emit(
+      Figure(
+        figure: "drain-last-tenth", workers: workerCount, jobs: drainKeys, value: lastTenth,
+        unit: "runs/s", note: note))
+    for process in workers { process.terminate() }
+    for process in workers { process.waitUntilExit() }
+    // Every run was counted once: no row of the drain is left.
     for try await left in try await client.query(
-      "SELECT EXISTS (SELECT 1 FROM dpd_bursts WHERE name = \(drainName) AND NOT failed)"
-    ).decode(Bool.self) { return left }
-    return false
+      "SELECT count(*)::int8 FROM dpd_bursts WHERE name = \(drainName) AND NOT idle"
+    ).decode(Int.self) where left != 0 {
+      progress("drain: \(left) rows left after \(drainKeys) runs were counted")
+      exit(1)
+    }
+    try await reset()
   }
-  while try await anyLeft() { try await Task.sleep(for: .milliseconds(50)) }
-  let drainRate = Double(drainKeys) / (Date().timeIntervalSince1970 - due)
-  progress(String(format: "drain %.0f runs/s", drainRate))
-  emit(
-    Figure(
-      figure: "drain", workers: workerCount, jobs: drainKeys, value: drainRate, unit: "runs/s",
-      note: "concurrency \(workerConcurrency) per worker process"))
-  for process in workers { process.terminate() }
-  for process in workers { process.waitUntilExit() }
-  try await reset()
 }
 
 // 3. fire lateness: one worker, one key at a time, 20 ms delays; idle, then under load.
