@@ -146,6 +146,45 @@ struct PostgresObservabilityTests {
     }
   }
 
+  /// A large backlog spaces the samples of the gauges: after counting 10^5 waiting bursts, the
+  /// next sample waits 2 s (20 µs per burst), while a run ends every 100 ms: in 3 s the worker
+  /// samples once or twice after the first, not five times a second as it does for a small
+  /// queue (`pendingGaugeFollowsTheWorkersOwnRuns`).
+  @Test func aLargeBacklogSpacesTheSamplesOfTheGauges() async throws {
+    let metrics = TestMetrics()
+    try await TestDatabase.withClient { client, configuration in
+      var configured = PostgresDelayedPreemptiveQueue<String>(
+        client: client, configuration: configuration, name: TestDatabase.uniqueName("sampling"),
+        metricsFactory: metrics)
+      configured.safetyPoll = .milliseconds(200)
+      let queue = configured
+      try await queue.migrate()
+      // The backlog: 10^5 bursts due in an hour, written in one statement.
+      try await client.query(
+        """
+        INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
+        SELECT \(queue.name), 'backlog-' || i, '"v"'::jsonb, d.t, d.t, d.t
+        FROM generate_series(1, 100000) AS i,
+          (SELECT clock_timestamp() + interval '1 hour' AS t) AS d
+        """)
+      let dimensions = [("queue", queue.name)]
+      @Sendable func samples() -> [Double] {
+        (try? metrics.expectGauge("dpd.postgres.pending", dimensions).values) ?? []
+      }
+      try await queue.withWorker(handler: { _, _ in }) { () async throws in
+        #expect(try await TestDatabase.eventually { samples().first ?? 0 >= 100_000 })
+        let first = samples().count
+        for index in 0..<30 {
+          try await queue.delay("k\(index)", for: .zero, value: "v")
+          try await Task.sleep(for: .milliseconds(100))
+        }
+        // Without the rest, the 30 runs' ends would take a sample every 200 ms or so.
+        #expect(samples().count - first <= 2, "\(samples().count - first) samples after the first")
+      }
+      try await client.query("DELETE FROM dpd_bursts WHERE name = \(queue.name)")
+    }
+  }
+
   @Test func lostLeaseLogsAWarningWithTheQueueNameAndTheKeyOnlyAtDebug() async throws {
     let logs = LogCollector()
     let known = try await Self.knownRuns(logger: logs.logger())
