@@ -61,6 +61,14 @@ if arguments.first == "--pgbench-script", arguments.count == 2 {
   print(BenchmarkStatements.pgbenchScript(name: arguments[1]), terminator: "")
   exit(0)
 }
+// The drain's statements as the package sends them, for a profile of the server's side (EXPLAIN,
+// or callgrind on a backend).
+if arguments.first == "--statement", arguments.count == 2,
+  let text = ["claim": StatementText.claim, "succeeded": StatementText.succeeded][arguments[1]]
+{
+  print(text)
+  exit(0)
+}
 if arguments.first == "--reset-sql", arguments.count == 1 {
   print(resetStatements.map { $0 + ";" }.joined(separator: "\n"))
   exit(0)
