@@ -166,4 +166,9 @@ final class RunList: Sendable {
   func values(_ key: String) -> [String] {
     runs.withLock { $0.filter { $0.key == key }.map(\.value) }
   }
+
+  var count: Int { runs.withLock { $0.count } }
+
+  /// The distinct keys that ran.
+  var keys: Set<String> { runs.withLock { Set($0.map(\.key)) } }
 }

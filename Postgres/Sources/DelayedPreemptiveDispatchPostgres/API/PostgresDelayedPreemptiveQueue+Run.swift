@@ -6,7 +6,9 @@ extension PostgresDelayedPreemptiveQueue {
   /// Works until the calling task is cancelled: claims due bursts and runs `handler` with each
   /// one's ``PostgresBurstRun`` (key, last value, attempt, fence), at most `concurrency` at
   /// once. On cancellation it claims nothing more, lets running handlers finish (they are not
-  /// cancelled), and returns.
+  /// cancelled), runs the rows it claimed ahead of its free slots, and returns. While a backlog
+  /// lasts, and handlers are quick against a claim's round trip, it claims up to twice
+  /// `concurrency` rows ahead, so that a slot that frees finds one waiting.
   ///
   /// Handlers run in tasks of their own, concurrently for different keys. While a handler runs,
   /// and until its end is recorded, its lease is renewed every third of `lease`, in one

@@ -1,53 +1,163 @@
 import Foundation
 
 extension Worker {
+  /// What ends a wait of the claim loop: a job finished (after `took` in its slot), the worker
+  /// woke, a claim answered, or the read of the next deadline after a claim that found fewer
+  /// rows than it asked for did (how long to sleep).
+  enum Event: Sendable {
+    case finished(UUID, took: Duration)
+    case woke
+    case claimed(Result<ClaimAnswer, ClaimFailure>)
+    case nextDue(Result<Duration, ClaimFailure>)
+  }
+
+  /// What a claim brought, and what the loop does next.
+  struct ClaimAnswer: Sendable {
+    var claimed: [ClaimedBurst]
+    /// How many rows it asked for.
+    var asked: Int
+    var sentAt: ContinuousClock.Instant
+    /// The claim statement's round trip.
+    var took: Duration
+    /// From when the leases of the claimed rows count (a late answer was renewed).
+    var leaseFrom: ContinuousClock.Instant
+    /// For a late answer: the claims a renewal found still held.
+    var stillHeld: Set<UUID>?
+    /// The window for releasing claims whose answer was lost has passed.
+    var releaseWindowPassed = false
+  }
+
+  /// A claim (or the release before it) that failed. `answerLost`: the claim was sent and its
+  /// answer lost, so it may have claimed rows this worker does not know of.
+  struct ClaimFailure: Error {
+    var error: any Error
+    var answerLost: Bool
+  }
+
   /// What the claim loop carries from one claim to the next.
   private struct ClaimState {
-    /// The claims of the jobs in flight: every claim this worker knows it holds.
+    /// The claims of the jobs in flight.
     var running = Set<UUID>()
+    /// Rows claimed ahead of a free slot (the prefetch, see ``ClaimPace``), in claim order, with
+    /// when their claim was sent: each starts as a slot frees.
+    var ready: [(burst: ClaimedBurst, claimedAt: ContinuousClock.Instant)] = []
     /// The last claim got all it asked for, so more is probably due.
     var backlog = false
+    /// A claim, or the read of the next deadline after it, is in flight (there is never more
+    /// than one).
+    var claiming = false
+    /// Whether the loop may claim now: false after a claim that found fewer rows than it asked
+    /// for, or that failed, until a job finishes or the sleep ends.
+    var mayClaim = true
     /// A claim statement whose answer was lost may have claimed rows that this worker does not
     /// know of: until this instant, every claim first releases such rows. The window outlasts
     /// `connectionTimeout`, so that a statement the server ran late is swept too; past it, the
     /// lease still ends such a claim.
     var releaseUnknownUntil: ContinuousClock.Instant?
+    var pace: ClaimPace
+
+    /// Every claim this worker knows it holds.
+    var known: [UUID] { Array(running) + ready.map(\.burst.claim) }
   }
 
-  /// Claims and starts jobs until cancelled (or an error that retrying cannot heal), then waits
-  /// for the jobs in flight, and releases any claim of this worker that it never learnt of.
-  /// Rethrows that error after the wait.
+  /// Claims and starts jobs until cancelled (or an error that retrying cannot heal), then runs
+  /// the rows it claimed ahead and waits for the jobs in flight, and releases any claim of this
+  /// worker that it never learnt of. Rethrows that error after the wait.
+  ///
+  /// A claim runs beside the jobs, as a task of its own, so that while its answer is on the way
+  /// the slots that free start the rows claimed ahead (``ClaimPace``).
   func claimLoop(doorbell: Doorbell) async throws {
     var failure: (any Error)?
     var outage = Outage(
       what: "claiming", cap: queue.outageBackoff, logger: logger)
-    var state = ClaimState()
+    var state = ClaimState(pace: ClaimPace(concurrency: concurrency))
     await withTaskGroup(of: Event.self) { group in
       var sleeping = false
+      /// The sleep before the next claim after `error`; nil when the loop stops for it.
+      func wait(after error: any Error) -> Duration? {
+        if let error = error as? PostgresDelayedPreemptiveQueueError, error.isPermanent {
+          logger.error("worker stops: \(keyless(error))")
+          failure = error
+          return nil
+        }
+        return outage.failed(error, defects: queue.metrics)
+      }
       while true {
-        if !Task.isCancelled && failure == nil {
-          var wait: Duration?
-          do {
-            wait = try await claimAndStart(&state, group: &group, outage: outage.isOngoing)
-            outage.ended()
-          } catch let error as PostgresDelayedPreemptiveQueueError where error.isPermanent {
-            logger.error("worker stops: \(keyless(error))")
-            failure = error
-          } catch {
-            wait = outage.failed(error, defects: queue.metrics)
+        startReady(&state, group: &group)
+        if !Task.isCancelled && failure == nil, let limit = claimLimit(state) {
+          state.claiming = true
+          let known = state.known
+          let releaseUntil = state.releaseUnknownUntil
+          let viaSpare = spareUse(outage: outage.isOngoing)
+          group.addTask {
+            .claimed(
+              await fetchClaims(
+                limit: limit, known: known, releaseUnknownUntil: releaseUntil, spare: viaSpare))
           }
-          if let wait, !sleeping {
+        }
+        if (Task.isCancelled || failure != nil) && state.running.isEmpty && state.ready.isEmpty
+          && !state.claiming
+        {
+          break
+        }
+        switch await group.next() {
+        case .finished(let claim, let took):
+          state.running.remove(claim)
+          state.pace.ran(took: took)
+          state.mayClaim = true
+        case .woke:
+          sleeping = false
+          state.mayClaim = true
+        case .claimed(let answer):
+          var sleep: Duration?
+          switch answer {
+          case .success(let answer):
+            state.pace.claimed(took: answer.took)
+            if answer.releaseWindowPassed { state.releaseUnknownUntil = nil }
+            state.backlog = answer.claimed.count == answer.asked
+            accept(answer, into: &state)
+            outage.ended()
+            if !state.backlog {
+              // Fewer rows were due than asked for: how long to sleep is read beside the runs,
+              // which start first, and no claim is made until it answers.
+              let viaSpare = spareUse(outage: outage.isOngoing)
+              group.addTask { .nextDue(await untilDue(spare: viaSpare)) }
+              continue
+            }
+          case .failure(let claimFailure):
+            if claimFailure.answerLost {
+              state.releaseUnknownUntil = ContinuousClock.now + queue.connectionTimeout * 2
+            }
+            sleep = wait(after: claimFailure.error)
+          }
+          state.claiming = false
+          if let sleep {
+            state.mayClaim = false
+            if !sleeping {
+              sleeping = true
+              group.addTask {
+                await doorbell.wait(timeout: sleep)
+                return .woke
+              }
+            }
+          } else {
+            state.mayClaim = true
+          }
+        case .nextDue(let answer):
+          state.claiming = false
+          state.mayClaim = false
+          let sleep: Duration?
+          switch answer {
+          case .success(let until): sleep = until
+          case .failure(let readFailure): sleep = wait(after: readFailure.error)
+          }
+          if let sleep, !sleeping {
             sleeping = true
             group.addTask {
-              await doorbell.wait(timeout: wait)
+              await doorbell.wait(timeout: sleep)
               return .woke
             }
           }
-        }
-        if (Task.isCancelled || failure != nil) && state.running.isEmpty { break }
-        switch await group.next() {
-        case .finished(let claim): state.running.remove(claim)
-        case .woke: sleeping = false
         case nil: break
         }
       }
@@ -67,56 +177,91 @@ extension Worker {
     if let failure { throw failure }
   }
 
-  /// Claims what the free slots allow and starts a job for each. Returns how long to sleep
-  /// before looking again, or nil when it should look again as soon as a job finishes.
+  /// How many rows to claim now, or nil for no claim: up to the free slots, and while a
+  /// backlog lasts the prefetch beyond them. While a backlog lasts, a worker that holds rows
+  /// waits until the claim is worth ``ClaimPace/threshold`` rows, rather than claiming one row
+  /// per finished job; without a backlog it claims for any free slot at once.
+  private func claimLimit(_ state: ClaimState) -> Int? {
+    guard state.mayClaim, !state.claiming else { return nil }
+    let held = state.running.count + state.ready.count
+    let capacity = concurrency + (state.backlog ? state.pace.prefetch : 0) - held
+    guard capacity > 0 else { return nil }
+    if state.backlog && held > 0 && capacity < state.pace.threshold { return nil }
+    return capacity
+  }
+
+  /// Claims up to `limit` rows, after releasing the claims whose answer was lost (while
+  /// `releaseUnknownUntil` has not passed) beyond `known`; and when fewer rows came than it
+  /// asked for, asks how long until the next is due.
   ///
-  /// `backlog` says that the last claim got all it asked for, so more is probably due: then a
-  /// busy worker waits until a quarter of its slots are free and claims them together, rather
-  /// than one row per finished job. Without a backlog it claims for any free slot at once.
-  ///
-  /// During an outage (`outage`), each call also asks the spare connection at once; otherwise
-  /// only when the pool has no connection for it within ``spareDelay``.
-  private func claimAndStart(
-    _ state: inout ClaimState, group: inout TaskGroup<Event>, outage: Bool
-  ) async throws -> Duration? {
-    let viaSpare = spareUse(outage: outage)
-    let free = concurrency - state.running.count
-    guard free > 0, !state.backlog || state.running.isEmpty || free >= max(1, concurrency / 4)
-    else {
-      return nil
-    }
-    if let until = state.releaseUnknownUntil {
-      _ = try await releaseUnknownClaims(known: Array(state.running), spare: viaSpare)
-      if ContinuousClock.now >= until { state.releaseUnknownUntil = nil }
+  /// Runs as a task beside the loop, under no cancellation: the database calls of a worker that
+  /// is shutting down still complete (each bounded by `connectionTimeout`).
+  private func fetchClaims(
+    limit: Int, known: [UUID], releaseUnknownUntil: ContinuousClock.Instant?,
+    spare viaSpare: (connection: SpareConnection, after: Duration)?
+  ) async -> Result<ClaimAnswer, ClaimFailure> {
+    var releaseWindowPassed = false
+    if let until = releaseUnknownUntil {
+      do {
+        _ = try await releaseUnknownClaims(known: known, spare: viaSpare)
+      } catch {
+        return .failure(ClaimFailure(error: error, answerLost: false))
+      }
+      releaseWindowPassed = ContinuousClock.now >= until
     }
     let sentAt = ContinuousClock.now
     let claimed: [ClaimedBurst]
     do {
       claimed = try await uncancelled { [queue, owner] in
-        try await queue.claim(limit: free, owner: owner, spare: viaSpare)
+        try await queue.claim(limit: limit, owner: owner, spare: viaSpare)
       }
     } catch {
+      // Never sent when the database was unreachable: nothing was claimed.
+      let unreachable: Bool
       if case .databaseUnreachable? = error as? PostgresDelayedPreemptiveQueueError {
-        throw error  // never sent: nothing was claimed
+        unreachable = true
+      } else {
+        unreachable = false
       }
-      state.releaseUnknownUntil = ContinuousClock.now + queue.connectionTimeout * 2
-      throw error
+      return .failure(ClaimFailure(error: error, answerLost: !unreachable))
     }
-    state.backlog = claimed.count == free
+    let took = ContinuousClock.now - sentAt
     // A claim answered after its lease could have run out by this worker's clock (a partition
     // held the answer up, or a loaded machine was slow) is run only if a renewal finds it still
     // held: another replica may have taken the burst over meanwhile, and run it already, and a
     // run started now would overlap that one. A renewed claim has a whole lease again.
-    var leaseFrom = sentAt
-    var stillHeld: Set<UUID>?
+    var answer = ClaimAnswer(
+      claimed: claimed, asked: limit, sentAt: sentAt, took: took, leaseFrom: sentAt,
+      releaseWindowPassed: releaseWindowPassed)
     let runnable = claimed.filter { !$0.exhausted && !$0.gaveWay }.map(\.claim)
     if ContinuousClock.now >= sentAt + queue.lease, !runnable.isEmpty {
-      leaseFrom = ContinuousClock.now
-      stillHeld = Set(
+      answer.leaseFrom = ContinuousClock.now
+      answer.stillHeld = Set(
         (try? await uncancelled { [queue] in try await queue.renew(runnable) }) ?? [])
     }
+    return .success(answer)
+  }
+
+  /// How long to sleep before the next claim: until the next deadline, at most ``safetyPoll``.
+  private func untilDue(spare viaSpare: (connection: SpareConnection, after: Duration)?) async
+    -> Result<Duration, ClaimFailure>
+  {
+    do {
+      let untilDue = try await uncancelled { [queue] in
+        try await queue.millisecondsUntilDue(spare: viaSpare)
+      }
+      let sleep = untilDue.map { Duration.milliseconds(max(0, $0)) } ?? queue.safetyPoll
+      return .success(min(sleep, queue.safetyPoll))
+    } catch {
+      return .failure(ClaimFailure(error: error, answerLost: false))
+    }
+  }
+
+  /// Takes a claim's rows: logs the kept failures and the late claims that were not renewed,
+  /// and holds the others, each under its lease, until a slot is free for it.
+  private func accept(_ answer: ClaimAnswer, into state: inout ClaimState) {
     var notRun: [String] = []
-    for burst in claimed {
+    for burst in answer.claimed {
       if burst.exhausted || burst.gaveWay {
         queue.metrics.failed.increment()
         let message =
@@ -126,7 +271,7 @@ extension Worker {
         logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
         continue
       }
-      if let stillHeld, !stillHeld.contains(burst.claim) {
+      if let stillHeld = answer.stillHeld, !stillHeld.contains(burst.claim) {
         queue.metrics.leaseLost.increment()
         notRun.append(burst.key)
         continue
@@ -140,28 +285,50 @@ extension Worker {
         logger.warning("\(message)", metadata: ["dpd.attempt": "\(burst.attempt)"])
         logger.debug("took over", metadata: ["dpd.key": "\(burst.key)"])
       }
-      state.running.insert(burst.claim)
-      leases.add(burst.claim, expiry: leaseFrom + queue.lease)
-      let job = Task { await perform(burst, claimedAt: sentAt) }
-      group.addTask {
-        await job.value
-        return .finished(burst.claim)
-      }
+      leases.add(burst.claim, expiry: answer.leaseFrom + queue.lease)
+      state.ready.append((burst, answer.sentAt))
     }
     if !notRun.isEmpty {
       let message =
         "\(notRun.count) claims answered after their lease ran out were taken over or could not be "
         + "renewed, and were not run; they run again once claimed anew"
       logger.warning(
-        "\(message)", metadata: ["dpd.claim.took": "\(ContinuousClock.now - sentAt)"])
+        "\(message)", metadata: ["dpd.claim.took": "\(ContinuousClock.now - answer.sentAt)"])
       logger.debug("claims not run", metadata: ["dpd.keys": "\(notRun)"])
     }
-    if claimed.count == free { return state.running.count < concurrency ? .zero : nil }
-    let untilDue = try await uncancelled { [queue] in
-      try await queue.millisecondsUntilDue(spare: viaSpare)
+  }
+
+  /// Starts a job for each row that waits, while a slot is free. A row whose lease was lost
+  /// while it waited (renewals failed, or this process was paused) is not run: the burst runs
+  /// again once claimed anew, here or elsewhere.
+  private func startReady(_ state: inout ClaimState, group: inout TaskGroup<Event>) {
+    var started = 0
+    var lost: [String] = []
+    while state.running.count < concurrency, started < state.ready.count {
+      let (burst, claimedAt) = state.ready[started]
+      started += 1
+      if leases.isLost(burst.claim) {
+        leases.remove(burst.claim)
+        queue.metrics.leaseLost.increment()
+        lost.append(burst.key)
+        continue
+      }
+      state.running.insert(burst.claim)
+      let job = Task { await perform(burst, claimedAt: claimedAt) }
+      group.addTask {
+        let start = ContinuousClock.now
+        await job.value
+        return .finished(burst.claim, took: ContinuousClock.now - start)
+      }
     }
-    let sleep = untilDue.map { Duration.milliseconds(max(0, $0)) } ?? queue.safetyPoll
-    return min(sleep, queue.safetyPoll)
+    state.ready.removeFirst(started)
+    if !lost.isEmpty {
+      let message =
+        "\(lost.count) claimed bursts lost their lease while they waited for a free slot, and "
+        + "were not run; they run again once claimed anew"
+      logger.warning("\(message)")
+      logger.debug("claims not run", metadata: ["dpd.keys": "\(lost)"])
+    }
   }
 
   /// Releases the rows this worker claimed without learning of it (see

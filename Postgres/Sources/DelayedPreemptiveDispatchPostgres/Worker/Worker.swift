@@ -2,7 +2,8 @@ import Foundation
 import Logging
 
 /// The worker behind `run(concurrency:handler:)`: its claim loop (``claimLoop(doorbell:)``)
-/// claims due bursts while a slot is free, runs each one in its own job
+/// claims due bursts while a slot is free (and ahead of the free slots while a backlog lasts,
+/// ``ClaimPace``), runs each one in its own job
 /// (``perform(_:claimedAt:)``), sleeps until the earliest deadline (or a NOTIFY, or the safety
 /// poll), and on cancellation claims nothing more and waits for the jobs in flight. Beside it,
 /// one task renews the leases of all its runs (``renewLeases()``), one listens for wake-ups
@@ -35,12 +36,6 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     var logger = queue.logger
     logger[metadataKey: "dpd.worker"] = "\(owner)"
     self.logger = logger
-  }
-
-  /// What ends a wait of the claim loop: a job finished, or the worker woke.
-  enum Event: Sendable {
-    case finished(UUID)
-    case woke
   }
 
   func run() async throws {

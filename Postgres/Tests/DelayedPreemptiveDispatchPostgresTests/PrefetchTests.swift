@@ -1,0 +1,108 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import DelayedPreemptiveDispatchPostgres
+
+/// The claim loop's prefetch (`ClaimPace`): how many rows a worker claims ahead of its free
+/// slots. Pure; needs no server.
+@Suite struct ClaimPaceTests {
+  @Test func noRowIsClaimedAheadBeforeBothAveragesAreKnown() {
+    var pace = ClaimPace(concurrency: 8)
+    #expect(pace.prefetch == 0)
+    pace.claimed(took: .milliseconds(2))
+    #expect(pace.prefetch == 0)
+    pace.ran(took: .milliseconds(1))
+    // Slots free faster than a claim answers: twice the slots, the most.
+    #expect(pace.prefetch == 16)
+    #expect(pace.threshold == 8)
+  }
+
+  /// Rows enough for two round trips at the rate the slots free: 2 × 8 slots × 1 ms / 4 ms.
+  @Test func thePrefetchCoversTwoRoundTripsAtTheRateTheSlotsFree() {
+    var pace = ClaimPace(concurrency: 8)
+    pace.claimed(took: .milliseconds(1))
+    pace.ran(took: .milliseconds(4))
+    #expect(pace.prefetch == 4)
+    // A quarter of the slots is the least a claim asks for while a backlog lasts.
+    #expect(pace.threshold == 2)
+  }
+
+  /// Handlers that take long against a claim's round trip get no prefetch: a claimed row never
+  /// waits behind them while another worker's slot is free.
+  @Test func slowHandlersGetNoPrefetch() {
+    var pace = ClaimPace(concurrency: 32)
+    pace.claimed(took: .milliseconds(2))
+    pace.ran(took: .seconds(1))
+    #expect(pace.prefetch == 0)
+    #expect(pace.threshold == 8)
+  }
+
+  /// Each new sample weighs an eighth: one slow claim moves the average, and does not set it.
+  @Test func theAveragesWeighEachNewSampleAnEighth() throws {
+    var pace = ClaimPace(concurrency: 4)
+    pace.claimed(took: .milliseconds(2))
+    pace.claimed(took: .milliseconds(10))
+    let roundTrip = try #require(pace.roundTrip)
+    #expect(abs(roundTrip - 0.003) < 1e-9)
+    pace.ran(took: .milliseconds(8))
+    pace.ran(took: .zero)
+    let slotTime = try #require(pace.slotTime)
+    #expect(abs(slotTime - 0.007) < 1e-9)
+  }
+}
+
+/// The prefetch against the real server: a busy worker holds claimed rows beyond its slots,
+/// runs every row once, and when it is stopped runs what it claimed ahead, leaving no claim.
+@Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
+struct PostgresPrefetchTests {
+  @Test func aBusyWorkerClaimsAheadOfItsSlotsAndRunsWhatItClaimedWhenStopped() async throws {
+    try await TestDatabase.withQueue("prefetch") { queue, client in
+      let total = 20_000
+      try await client.query(
+        """
+        INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
+        SELECT \(queue.name), 'k' || i, '"v"'::jsonb, d.t, d.t, d.t
+        FROM generate_series(1, \(total)) AS i, (SELECT clock_timestamp() AS t) AS d
+        """)
+      @Sendable func claimed() async throws -> Int {
+        var count = 0
+        for try await held in try await client.query(
+          "SELECT count(*)::int8 FROM dpd_bursts WHERE name = \(queue.name) AND claim IS NOT NULL"
+        ).decode(Int.self) {
+          count = held
+        }
+        return count
+      }
+      let runs = RunList()
+      let concurrency = 4
+      let most = Locked(0)
+      try await queue.withWorker(
+        concurrency: concurrency, handler: { key, value in runs.append(key, value) }
+      ) { () async throws in
+        // A row is claimed while it runs, and until its end is recorded: more claims than slots
+        // are rows claimed ahead. The worker is stopped as soon as that is seen.
+        let ahead = try await TestDatabase.eventually(within: .seconds(30), every: .milliseconds(2))
+        {
+          let held = try await claimed()
+          most.withLock { $0 = max($0, held) }
+          return held > concurrency
+        }
+        #expect(ahead, "the worker held at most \(most.withLock { $0 }) claims")
+      }
+      // Every row claimed ran, and its end was recorded: none is left claimed.
+      #expect(try await claimed() == 0)
+      var left = 0
+      for try await count in try await client.query(
+        "SELECT count(*)::int8 FROM dpd_bursts WHERE name = \(queue.name)"
+      ).decode(Int.self) {
+        left = count
+      }
+      let ran = runs.count
+      #expect(left > 0, "the worker was stopped mid-drain")
+      #expect(ran == total - left, "\(ran) runs, \(total - left) rows gone")
+      #expect(runs.keys.count == ran, "a key ran twice")
+      try await client.query("DELETE FROM dpd_bursts WHERE name = \(queue.name)")
+    }
+  }
+}
