@@ -266,6 +266,7 @@ if parts.contains("drain") || parts.contains("drain-large") {
     // The floor, on the same rows, due at once.
     _ = try await insertDue(drainKeys, in: 0)
     let floorStart = ContinuousClock.now
+    let floorServerBefore = ProcessCPU.seconds(named: "postgres")
     let floorEnded = try await DrainFloor.drain(
       client: client, name: drainName, clients: workerCount, batch: workerConcurrency,
       logger: silentLogger)
@@ -275,6 +276,19 @@ if parts.contains("drain") || parts.contains("drain-large") {
       exit(1)
     }
     progress(String(format: "drain floor %d keys: %.0f rows/s", drainKeys, floorRate))
+    if !floorServerBefore.isEmpty {
+      let used = ProcessCPU.used(
+        from: floorServerBefore, to: ProcessCPU.seconds(named: "postgres"))
+      progress(
+        String(
+          format: "drain floor %d keys: CPU per row %.1f µs in the server", drainKeys,
+          used / Double(drainKeys) * 1e6))
+      emit(
+        Figure(
+          figure: "drain-floor-server-cpu", workers: workerCount, jobs: drainKeys,
+          value: used / Double(drainKeys) * 1e6, unit: "µs/row",
+          note: "CPU (user and system) of every postgres process during the floor"))
+    }
     emit(
       Figure(
         figure: "drain-floor", workers: workerCount, jobs: drainKeys, value: floorRate,
@@ -311,7 +325,16 @@ if parts.contains("drain") || parts.contains("drain-large") {
       progress("drain: inserting and analysing the rows took past their deadline")
       exit(1)
     }
+    // The CPU each side used from the deadline to the last run: read just before the deadline
+    // (the workers only poll until then) and when the last run is counted.
+    while Date().timeIntervalSince1970 < due - 0.05 { try await Task.sleep(for: .milliseconds(10)) }
+    let serverBefore = ProcessCPU.seconds(named: "postgres")
+    let workersBefore = workers.map { ProcessCPU.seconds(pid: $0.processIdentifier) ?? 0 }
     while !runs.isDone { try await Task.sleep(for: .milliseconds(50)) }
+    let serverCPU = ProcessCPU.used(from: serverBefore, to: ProcessCPU.seconds(named: "postgres"))
+    let workersCPU = zip(workers, workersBefore).reduce(0.0) {
+      $0 + (ProcessCPU.seconds(pid: $1.0.processIdentifier) ?? 0) - $1.1
+    }
     let tenths = runs.tenths()
     let drainRate = Double(drainKeys) / (tenths.last! - due)
     // Ten tenths: the first from the deadline, each next one from the end of the one before.
@@ -326,6 +349,24 @@ if parts.contains("drain") || parts.contains("drain-large") {
       Figure(
         figure: "drain", workers: workerCount, jobs: drainKeys, value: drainRate, unit: "runs/s",
         note: note))
+    if !serverBefore.isEmpty {
+      progress(
+        String(
+          format: "drain %d keys: CPU per run %.1f µs in the server, %.1f µs in the workers",
+          drainKeys, serverCPU / Double(drainKeys) * 1e6, workersCPU / Double(drainKeys) * 1e6))
+      emit(
+        Figure(
+          figure: "drain-server-cpu", workers: workerCount, jobs: drainKeys,
+          value: serverCPU / Double(drainKeys) * 1e6, unit: "µs/run",
+          note: "CPU (user and system) of every postgres process, from the deadline to the last run"
+        ))
+      emit(
+        Figure(
+          figure: "drain-worker-cpu", workers: workerCount, jobs: drainKeys,
+          value: workersCPU / Double(drainKeys) * 1e6, unit: "µs/run",
+          note: "CPU (user and system) of the \(workerCount) worker processes, from the deadline "
+            + "to the last run, with the demo's line per run to a pipe"))
+    }
     emit(
       Figure(
         figure: "drain-first-tenth", workers: workerCount, jobs: drainKeys, value: firstTenth,
