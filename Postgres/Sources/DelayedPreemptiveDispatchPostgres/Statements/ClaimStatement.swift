@@ -38,7 +38,17 @@ import PostgresNIO
 struct ClaimStatement: PostgresPreparedStatement {
   typealias Row = ClaimedBurst
 
-  static let sql = """
+  /// Calls `dpd_claim`, whose body is ``body`` (see `DatabaseFunctions`): the plan is made
+  /// once per session.
+  static let sql = "SELECT * FROM dpd_claim($1, $2, $3, $4, $5, $6)"
+
+  /// The claim's SQL: `$1` to `$6` are the bindings, in the order of ``bindingDataTypes``. The
+  /// update also names the locked rows' keys as an array: with a plan made for any parameters,
+  /// which counts on a tenth of the table being due, a join by key alone would hash the whole
+  /// table; the array makes it read the rows by their key. (A join by `ctid` would be as quick,
+  /// but would miss a row updated by another transaction between the statement's snapshot and
+  /// its lock, which the update by key follows to its newest version.)
+  static let body = """
     WITH due AS (
       SELECT key, claim IS NOT NULL AS taken_over, claim AS stale_claim, last_start,
         claim IS NOT NULL AND attempts >= $5 AS exhausted, attempts, value, later, submissions,
@@ -87,7 +97,8 @@ struct ClaimStatement: PostgresPreparedStatement {
         WHEN \(givesWay) THEN greatest(\(SQLFragment.nextHeadDue), \(SQLFragment.spacedFrom("$6")))
         WHEN \(exhausted) THEN greatest(dpd_now(), \(SQLFragment.spacedFrom("$6")))
         ELSE dpd_now() + greatest($4, $6) * interval '1 millisecond' END
-    FROM due WHERE b.name = $1 AND b.key = due.key
+    FROM due
+    WHERE b.name = $1 AND b.key = due.key AND b.key = ANY (ARRAY(SELECT due.key FROM due))
     RETURNING b.key, b.value::text, b.claim,
       CASE WHEN b.claim IS NULL THEN due.attempts ELSE b.attempts END, b.fence,
       b.claim IS NULL AND b.idle,

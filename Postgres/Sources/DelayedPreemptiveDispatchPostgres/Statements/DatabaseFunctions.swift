@@ -16,6 +16,14 @@
 ///   calls `dpd_submit` with one row.
 /// - `dpd_cancel(queue, key)` and `dpd_flush(queue, key)` are ``CancelStatement`` and
 ///   ``FlushStatement``'s rules; the Swift `cancel` and `flush` call them too.
+/// - `dpd_claim(…)` is ``ClaimStatement``'s claim of due rows; its body is that statement's
+///   SQL (``ClaimStatement/body``), unchanged. It plans the claim once per session, with the
+///   plan for any parameters (`plan_cache_mode = force_generic_plan`): the claim's plan for
+///   given parameters took about a third of its time to make (0.34 ms of a claim of 32 rows),
+///   and PostgreSQL would otherwise make one at every call, as it judges the plan for any
+///   parameters by a limit of a tenth of the table's rows. The claim names the keys it locked
+///   as an array as well, so that the plan for any limit reads them by their key and is as
+///   quick as the one made for 32 rows (0.8 ms and 1.1 ms, with the planning).
 /// - `dpd_end_stale_run(claim)` ends the backend of a transactional run whose claim was taken
 ///   over, if its transaction is still open: the claim that takes a burst over calls it
 ///   (``ClaimStatement``), so that the stale run's row locks are released at once instead of
@@ -183,6 +191,16 @@ enum DatabaseFunctions {
       RETURN false;
     END
     $dpd_end_stale_run$;
+
+    CREATE OR REPLACE FUNCTION dpd_claim(text, int8, text, float8, int8, float8)
+    RETURNS TABLE (claimed_key text, claimed_value text, claimed_claim uuid, claimed_attempts int4,
+      claimed_fence int8, claimed_exhausted boolean, claimed_taken_over boolean,
+      claimed_lateness float8, claimed_contexts text, claimed_count int8, claimed_ended boolean)
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $dpd_claim$
+    BEGIN
+      RETURN QUERY \(ClaimStatement.body);
+    END
+    $dpd_claim$;
     """
 
   /// The SQLSTATE that `dpd_delay` raises for a queue name that no `migrate()` stored, and

@@ -358,10 +358,10 @@ package enum StatementText {
   /// ``DelayStatement/sql``: `$1` to `$9` are its bindings, in the order of
   /// ``DelayStatement/bindingDataTypes``.
   package static var delay: String { DelayStatement.sql }
-  /// ``ClaimStatement/sql``: `$1` to `$6` are its bindings, in the order of
+  /// ``ClaimStatement/body``, the SQL of `dpd_claim`: `$1` to `$6` are its bindings, in the order of
   /// ``ClaimStatement/bindingDataTypes`` (name, limit, owner, lease and spacing in milliseconds,
   /// `maxAttempts`).
-  package static var claim: String { ClaimStatement.sql }
+  package static var claim: String { ClaimStatement.body }
   /// ``SucceededStatement/sql``, the end of successful runs, a batch per statement.
   package static var succeeded: String { SucceededStatement.sql }
 }
