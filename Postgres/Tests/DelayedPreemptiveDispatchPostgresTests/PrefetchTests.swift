@@ -106,3 +106,29 @@ struct PostgresPrefetchTests {
     }
   }
 }
+
+/// How a claimed row that waits for a free slot learns that its lease is lost (`LeaseBook`):
+/// by a renewal that did not return its claim, or by its time passing without one. Pure; needs
+/// no server.
+@Suite struct LeaseBookTests {
+  @Test func aWaitingClaimIsLostWhenARenewalMissesItOrItsTimePasses() {
+    let book = LeaseBook()
+    let now = ContinuousClock.now
+    let held = UUID()
+    let takenOver = UUID()
+    let expired = UUID()
+    book.add(held, expiry: now + .seconds(30))
+    book.add(takenOver, expiry: now + .seconds(30))
+    book.add(expired, expiry: now + .seconds(1))
+    #expect(!book.isLostAlone(held, now: now))
+    #expect(!book.isLostAlone(expired, now: now))
+    book.renewed([held, takenOver], renewed: [held], sentAt: now, lease: .seconds(30))
+    #expect(!book.isLostAlone(held, now: now))
+    #expect(book.isLostAlone(takenOver, now: now))
+    #expect(book.isLostAlone(expired, now: now + .seconds(2)))
+    // Marked lost: no longer renewed.
+    #expect(Set(book.held()) == [held])
+    // A claim the book does not hold is lost.
+    #expect(book.isLostAlone(UUID(), now: now))
+  }
+}

@@ -307,7 +307,7 @@ extension Worker {
     while state.running.count < concurrency, started < state.ready.count {
       let (burst, claimedAt) = state.ready[started]
       started += 1
-      if leases.isLost(burst.claim) {
+      if leases.isLostAlone(burst.claim) {
         leases.remove(burst.claim)
         queue.metrics.leaseLost.increment()
         lost.append(burst.key)

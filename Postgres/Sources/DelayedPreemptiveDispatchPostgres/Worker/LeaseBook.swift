@@ -38,6 +38,17 @@ final class LeaseBook: Sendable {
     return leases.withLock { $0[claim]?.lost ?? true }
   }
 
+  /// Whether the lease of `claim` is lost, looking at that lease alone (marking it so if its
+  /// time passed): for a claimed row that waits for a free slot, which has no handler to
+  /// cancel, without the scan of every lease that ``isLost(_:now:)`` makes.
+  func isLostAlone(_ claim: UUID, now: ContinuousClock.Instant = .now) -> Bool {
+    leases.withLock { leases in
+      guard let lease = leases[claim] else { return true }
+      if !lease.lost && lease.expiry <= now { leases[claim]?.lost = true }
+      return lease.lost || lease.expiry <= now
+    }
+  }
+
   /// The claims still held, to renew.
   func held() -> [UUID] {
     leases.withLock { $0.filter { !$0.value.lost }.map(\.key) }
