@@ -75,6 +75,7 @@ let package = Package(
         "DelayedPreemptiveDispatchPostgres",
         .product(name: "DelayedPreemptiveDispatch", package: "DelayedPreemptiveDispatch"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "Logging", package: "swift-log"),
       ]
     ),
     // The replica under test: a worker whose handler records its runs, fences its writes or

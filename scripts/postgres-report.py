@@ -269,6 +269,14 @@ def section(runs):
                 f"{cell(first)} runs/s in its first tenth and {cell(last)} runs/s in its last "
                 f"tenth; the drain floor on the same rows {cell(floor)} rows/s.",
             ]
+        server = values(runs, OURS, "drain-server-cpu", jobs=jobs)
+        worker = values(runs, OURS, "drain-worker-cpu", jobs=jobs)
+        floor_server = values(runs, OURS, "drain-floor-server-cpu", jobs=jobs)
+        if server and worker:
+            lines.append(
+                f"CPU per run: {cell(server, 1)} µs in the server and {cell(worker, 1)} µs in the "
+                f"3 worker processes (user and system, from `/proc`); the floor's server "
+                f"{cell(floor_server, 1)} µs per row.")
     lines += [
         "",
         "| fire lateness, deadline to handler start (300 keys, 20 ms delays) | p50 | p99 | max |",
@@ -285,7 +293,9 @@ def section(runs):
                           and entry.get("figure") not in ("submit", "drain", "lateness", "floor", "load",
                                                           "statement-floor", "write-floor",
                                                           "transaction", "drain-floor",
-                                                          "drain-first-tenth", "drain-last-tenth")})
+                                                          "drain-first-tenth", "drain-last-tenth",
+                                                          "drain-server-cpu", "drain-worker-cpu",
+                                                          "drain-floor-server-cpu")})
         for figure in figures:
             samples = values(runs, contender, figure)
             entry = next(entry for run in runs for entry in run

@@ -1,8 +1,8 @@
 import Foundation
 
-/// Counts the lines that worker processes print, one per run, from their pipes, each on a
-/// thread of its own, and the instant (seconds since 1970) at which the count reached each tenth
-/// of `total`.
+/// Adds up the counts of runs that worker processes print, a number per line (`BenchWorker`),
+/// from their pipes, each on a thread of its own, and the instant (seconds since 1970) at which
+/// the sum reached each tenth of `total`.
 final class RunCounter: @unchecked Sendable {
   // Guarded by `lock`.
   private let lock = NSLock()
@@ -15,23 +15,33 @@ final class RunCounter: @unchecked Sendable {
     self.total = total
   }
 
-  /// Counts the newlines read from `handle` until its end.
+  /// Adds up the numbers of the lines read from `handle` until its end.
   func count(_ handle: FileHandle) {
     let thread = Thread { [self] in
+      var partial: [UInt8] = []
       while true {
         let data = handle.availableData
         if data.isEmpty { return }
-        add(data.reduce(0) { $0 + ($1 == UInt8(ascii: "\n") ? 1 : 0) })
+        var sum = 0
+        for byte in data {
+          if byte == UInt8(ascii: "\n") {
+            sum += Int(String(decoding: partial, as: UTF8.self)) ?? 0
+            partial.removeAll(keepingCapacity: true)
+          } else {
+            partial.append(byte)
+          }
+        }
+        add(sum)
       }
     }
     thread.start()
   }
 
-  private func add(_ lines: Int) {
+  private func add(_ runs: Int) {
     let now = Date().timeIntervalSince1970
     lock.lock()
     defer { lock.unlock() }
-    counted += lines
+    counted += runs
     while reached.count < 10, counted >= total * (reached.count + 1) / 10 {
       reached.append(now)
     }

@@ -17,7 +17,8 @@
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
-// 2. drain: 10^5 keys due at once, run by 3 dpd-postgres-demo worker processes (runs/s), with
+// 2. drain: 10^5 keys due at once, run by 3 worker processes (this program with `--worker`, a
+//    handler that only counts, as pgqueuer's in scripts/postgres-peers) (runs/s), with
 //    the rates of the first and the last tenth of the backlog; and the drain floor before it,
 //    on the same rows: 3 connections claiming and ending due rows by hand (DrainFloor); then the
 //    same for 10^6 keys (the part `drain-large`).
@@ -107,6 +108,13 @@ let silentLogger = PostgresDelayedPreemptiveQueue<Double>.silentLogger
 let configuration = try PostgresURL.configuration(url)
 let client = PostgresClient(configuration: configuration)
 let clientRun = Task { await client.run() }
+
+// A worker process of the drain (`--worker NAME CONCURRENCY`): see BenchWorker.
+if arguments.first == "--worker", arguments.count == 3, let concurrency = Int(arguments[2]) {
+  try await BenchWorker.run(
+    client: client, configuration: configuration, name: arguments[1], concurrency: concurrency)
+  exit(0)
+}
 
 @Sendable func progress(_ line: String) {
   FileHandle.standardError.write(Data("dpd-postgres-bench: \(line)\n".utf8))
@@ -235,7 +243,7 @@ if parts.contains("submit") {
 
 // 2. drain: N keys due at once, run by 3 worker processes; before it, the drain floor on the
 // same rows (see DrainFloor). N is 10^5 (the part `drain`) and 10^6 (`drain-large`). The runs are
-// counted from the workers' own output (a line per run, through a pipe), so that the server
+// counted from the workers' own output (a count every 10 ms, through a pipe), so that the server
 // being measured is never polled; the rates of the first and the last tenth of the backlog show
 // a plan or a table that slows down as the drain goes on.
 if parts.contains("drain") || parts.contains("drain-large") {
@@ -298,18 +306,14 @@ if parts.contains("drain") || parts.contains("drain-large") {
     try await reset()
 
     let runs = RunCounter(total: drainKeys)
-    let workerPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-      .appendingPathComponent("dpd-postgres-demo").path
+    let workerPath = CommandLine.arguments[0]
     var workers: [Process] = []
     for _ in 0..<workerCount {
       let process = Process()
       process.executableURL = URL(fileURLWithPath: workerPath)
-      process.arguments = [
-        "worker", "--name", drainName, "--log-level", "error",
-        "--concurrency", "\(workerConcurrency)",
-      ]
+      process.arguments = ["--worker", drainName, "\(workerConcurrency)"]
       process.environment = ProcessInfo.processInfo.environment
-      // The worker prints a line per run: counted, never shown.
+      // The worker prints how many runs ended, every 10 ms: counted, never shown.
       let output = Pipe()
       process.standardOutput = output
       runs.count(output.fileHandleForReading)
@@ -365,7 +369,7 @@ if parts.contains("drain") || parts.contains("drain-large") {
           figure: "drain-worker-cpu", workers: workerCount, jobs: drainKeys,
           value: workersCPU / Double(drainKeys) * 1e6, unit: "µs/run",
           note: "CPU (user and system) of the \(workerCount) worker processes, from the deadline "
-            + "to the last run, with the demo's line per run to a pipe"))
+            + "to the last run; a handler that only counts"))
     }
     emit(
       Figure(
@@ -550,4 +554,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
   init(_ value: Value) { stored = value }
   var value: Value { lock.withLock { stored } }
   func set(_ value: Value) { lock.withLock { stored = value } }
+  func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+    lock.withLock { body(&stored) }
+  }
 }
