@@ -314,10 +314,12 @@ extension Worker {
         continue
       }
       state.running.insert(burst.claim)
-      let job = Task { await perform(burst, claimedAt: claimedAt) }
+      // The job is a child of the loop: a stopping worker waits for it. Its cancellation (when
+      // the worker's task is cancelled) reaches neither the handler, which runs in a task of
+      // its own, nor the recording of the run's end (see `perform`).
       group.addTask {
         let start = ContinuousClock.now
-        await job.value
+        await perform(burst, claimedAt: claimedAt)
         return .finished(burst.claim, took: ContinuousClock.now - start)
       }
     }

@@ -3,11 +3,17 @@ import Foundation
 /// Records the ends of successful runs in batches: while one batch is being written, the runs
 /// that end meanwhile wait for the next one. An idle worker writes each end at once; a busy one
 /// writes many per round trip.
-actor CompletionBatcher<Value: Codable & Sendable> {
+///
+/// A lock, not an actor: a run's end joins the batch without a hop (every run makes one).
+final class CompletionBatcher<Value: Codable & Sendable>: Sendable {
   private let queue: PostgresDelayedPreemptiveQueue<Value>
   private typealias Waiting = (burst: ClaimedBurst, written: CheckedContinuation<Bool, any Error>)
-  private var waiting: [Waiting] = []
-  private var writing = false
+  private struct State {
+    var waiting: [Waiting] = []
+    /// A task is writing batches until none waits.
+    var writing = false
+  }
+  private let state = Locked(State())
 
   init(queue: PostgresDelayedPreemptiveQueue<Value>) {
     self.queue = queue
@@ -17,21 +23,28 @@ actor CompletionBatcher<Value: Codable & Sendable> {
   /// its claim had been taken over (nothing recorded).
   func succeeded(_ burst: ClaimedBurst) async throws -> Bool {
     try await withCheckedThrowingContinuation { written in
-      waiting.append((burst, written))
-      if !writing {
-        writing = true
-        Task { await writeAll() }
+      let startWriting = state.withLock { state -> Bool in
+        state.waiting.append((burst, written))
+        guard !state.writing else { return false }
+        state.writing = true
+        return true
       }
+      // The writer ends when no run waits: it is owned by the runs it answers.
+      if startWriting { Task { await writeAll() } }
     }
   }
 
   private func writeAll() async {
-    while !waiting.isEmpty {
-      let batch = waiting
-      waiting = []
+    while true {
+      let batch = state.withLock { state -> [Waiting] in
+        let batch = state.waiting
+        state.waiting = []
+        if batch.isEmpty { state.writing = false }
+        return batch
+      }
+      if batch.isEmpty { return }
       await write(batch)
     }
-    writing = false
   }
 
   /// Writes one batch and answers its runs. A batch that the database refuses for a reason

@@ -10,11 +10,11 @@ extension Worker {
         try await queue.client.withConnection { connection in
           do {
             try await connection.listen(on: SQLFragment.wakeChannel) { notifications in
-              await doorbell.ring()  // anything due meanwhile is found by the next claim
+              doorbell.ring()  // anything due meanwhile is found by the next claim
               outage.ended()
               for try await notification in notifications
               where notification.payload == queue.name {
-                await doorbell.ring()
+                doorbell.ring()
               }
             }
           } catch {

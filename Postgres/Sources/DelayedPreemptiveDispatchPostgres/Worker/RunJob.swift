@@ -3,7 +3,8 @@ import Instrumentation
 import NIOCore
 
 extension Worker {
-  /// Runs one claimed burst in a task of its own, which is cancelled if the lease is lost, and
+  /// Runs one claimed burst: its handler in a task of its own, which is cancelled if the lease
+  /// is lost (and never by the cancellation of the task that calls this, a stopping worker's), and
   /// records the end while the lease still holds, with the handler's start (from which
   /// `minimumSpacing` counts). The run's span (``RunSpan``) is current while the handler runs,
   /// so that the handler's own spans are its children.
@@ -66,7 +67,7 @@ extension Worker {
     RunSpan.end(span, recording: spanError)
     await record(result, of: burst)
     leases.remove(burst.claim)
-    await runEnded.ring()
+    runEnded.ring()
   }
 
   /// How long a handler given up still has to end after its cancellation before it is
@@ -162,11 +163,9 @@ extension Worker {
           leaseLost(burst, returned: result.isSuccess)
           return
         }
-        do {
-          try await Task.sleep(for: wait)
-        } catch {
-          return
-        }
+        // A stopping worker still records its runs' ends: its cancellation does not cut the
+        // wait short (the lease bounds the retries).
+        _ = try? await uncancelled { try await Task.sleep(for: wait) }
       }
     }
   }
