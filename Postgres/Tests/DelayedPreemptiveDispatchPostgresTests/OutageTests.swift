@@ -215,8 +215,23 @@ extension FaultServerSuites {
         let ran = try await table.lastValues()
         let acknowledged = await calls.acknowledged
         let refused = await calls.notWritten
-        let lost = acknowledged.filter { ran[$0.key] != $0.value && !retried.contains($0.key) }
-          .count
+        let lostKeys = acknowledged.filter { ran[$0.key] != $0.value && !retried.contains($0.key) }
+          .map(\.key)
+        let lost = lostKeys.count
+        // What the run table holds for a lost key (every record, finished or not), to tell a
+        // submission never stored from a run whose end was recorded without its record.
+        var lostRecords: [String] = []
+        for key in lostKeys {
+          for try await (value, worker, attempt, finished) in try await client.query(
+            """
+            SELECT value, worker, attempt, finished IS NOT NULL FROM dpd_test_runs
+            WHERE name = \(queue.name) AND key = \(key) ORDER BY id
+            """
+          ).decode((String, String, Int?, Bool).self) {
+            lostRecords.append(
+              "\(key): \(value) by \(worker), attempt \(attempt ?? 0), finished \(finished)")
+          }
+        }
         let ranAnyway = try await table.ranValue(keys: refused, notIn: ["retried"])
         let retriedRan = retried.filter { ran[$0] == "retried" }.count
         let longest = await calls.longest
@@ -229,7 +244,7 @@ extension FaultServerSuites {
             + "\(resumedAfter.map { "\($0)" } ?? "none") s after the outage; "
             + "after the outage all ran in \(drained)")
         #expect(alive == 2)
-        #expect(lost == 0)
+        #expect(lost == 0, "lost \(lostKeys); their run records: \(lostRecords)")
         #expect(ranAnyway == 0)
         #expect(retriedRan == retried.count)
         // Safety poll 0.2 s plus backoff cap 1 s, plus what postgres-nio's pool adds: it retries a
