@@ -236,8 +236,14 @@ extension Worker {
     let runnable = claimed.filter { !$0.exhausted && !$0.gaveWay }.map(\.claim)
     if ContinuousClock.now >= sentAt + queue.lease, !runnable.isEmpty {
       answer.leaseFrom = ContinuousClock.now
-      answer.stillHeld = Set(
-        (try? await uncancelled { [queue] in try await queue.renew(runnable) }) ?? [])
+      do {
+        answer.stillHeld = Set(try await uncancelled { [queue] in try await queue.renew(runnable) })
+      } catch {
+        // None is known to be held: none runs, and each runs again once claimed anew.
+        answer.stillHeld = []
+        logger.warning(
+          "could not renew the claims of a late answer, which are not run: \(keyless(error))")
+      }
     }
     return .success(answer)
   }
