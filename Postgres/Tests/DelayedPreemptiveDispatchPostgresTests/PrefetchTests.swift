@@ -52,6 +52,85 @@ import Testing
   }
 }
 
+/// When the claim loop claims (`ClaimState`): after each event, whether it may claim, and how
+/// many rows. Pure; needs no server.
+@Suite struct ClaimStateTests {
+  /// A claim that found fewer rows than it asked for, then the read of the next deadline.
+  private func afterAShortClaim(running: Int = 1) -> (ClaimState, [UUID]) {
+    var state = ClaimState(concurrency: 4)
+    #expect(state.limit == 4)
+    state.sent()
+    #expect(state.limit == nil)
+    let claims = (0..<running).map { _ in UUID() }
+    state.running.formUnion(claims)
+    state.backlog = false
+    state.readsNextDue()
+    #expect(state.limit == nil)
+    return (state, claims)
+  }
+
+  @Test func withNothingEndedMeanwhileTheLoopSleepsAsTheReadSays() {
+    var (state, _) = afterAShortClaim()
+    let sleeps = state.readAnswered()
+    #expect(sleeps)
+    #expect(state.limit == nil)
+  }
+
+  /// A run that ends while the read is in flight can make the next burst of its key due at
+  /// once, after the read's snapshot: the loop claims again rather than sleep until the read's
+  /// deadline (up to `safetyPoll`).
+  @Test func aRunThatEndsWhileTheNextDeadlineIsReadMakesTheLoopClaimAgainAtOnce() {
+    var (state, claims) = afterAShortClaim()
+    state.finished(claims[0], took: .milliseconds(1))
+    // The read is still in flight: no second claim beside it.
+    #expect(state.limit == nil)
+    let sleeps = state.readAnswered()
+    #expect(!sleeps)
+    #expect(state.limit == 4)
+  }
+
+  /// The same for a doorbell that rings (a submission) while the read is in flight.
+  @Test func aWakeWhileTheNextDeadlineIsReadMakesTheLoopClaimAgainAtOnce() {
+    var (state, _) = afterAShortClaim()
+    state.woke()
+    let sleeps = state.readAnswered()
+    #expect(!sleeps)
+    #expect(state.limit == 3)
+  }
+
+  /// An end during one read does not carry over to the next.
+  @Test func anEndCountsForTheReadItHappenedDuringOnly() {
+    var (state, claims) = afterAShortClaim()
+    state.finished(claims[0], took: .milliseconds(1))
+    let first = state.readAnswered()
+    #expect(!first)
+    state.sent()
+    state.readsNextDue()
+    let second = state.readAnswered()
+    #expect(second)
+    #expect(state.limit == nil)
+  }
+
+  /// A failed claim or read waits for the loop to wake, whatever ended meanwhile.
+  @Test func aFailureWaitsForTheWake() {
+    var (state, claims) = afterAShortClaim()
+    state.finished(claims[0], took: .milliseconds(1))
+    state.failed()
+    #expect(state.limit == nil)
+    state.woke()
+    #expect(state.limit == 4)
+  }
+
+  /// While a backlog lasts, a claim that got all it asked for is followed by the next at once.
+  @Test func aFullClaimIsFollowedByTheNext() {
+    var state = ClaimState(concurrency: 4)
+    state.sent()
+    state.backlog = true
+    state.claimedAll()
+    #expect(state.limit == 4)
+  }
+}
+
 /// The prefetch against the real server: a busy worker holds claimed rows beyond its slots,
 /// runs every row once, and when it is stopped runs what it claimed ahead, leaving no claim.
 @Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))

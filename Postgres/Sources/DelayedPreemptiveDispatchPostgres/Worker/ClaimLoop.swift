@@ -34,32 +34,6 @@ extension Worker {
     var answerLost: Bool
   }
 
-  /// What the claim loop carries from one claim to the next.
-  private struct ClaimState {
-    /// The claims of the jobs in flight.
-    var running = Set<UUID>()
-    /// Rows claimed ahead of a free slot (the prefetch, see ``ClaimPace``), in claim order, with
-    /// when their claim was sent: each starts as a slot frees.
-    var ready: [(burst: ClaimedBurst, claimedAt: ContinuousClock.Instant)] = []
-    /// The last claim got all it asked for, so more is probably due.
-    var backlog = false
-    /// A claim, or the read of the next deadline after it, is in flight (there is never more
-    /// than one).
-    var claiming = false
-    /// Whether the loop may claim now: false after a claim that found fewer rows than it asked
-    /// for, or that failed, until a job finishes or the sleep ends.
-    var mayClaim = true
-    /// A claim statement whose answer was lost may have claimed rows that this worker does not
-    /// know of: until this instant, every claim first releases such rows. The window outlasts
-    /// `connectionTimeout`, so that a statement the server ran late is swept too; past it, the
-    /// lease still ends such a claim.
-    var releaseUnknownUntil: ContinuousClock.Instant?
-    var pace: ClaimPace
-
-    /// Every claim this worker knows it holds.
-    var known: [UUID] { Array(running) + ready.map(\.burst.claim) }
-  }
-
   /// Claims and starts jobs until cancelled (or an error that retrying cannot heal), then runs
   /// the rows it claimed ahead and waits for the jobs in flight, and releases any claim of this
   /// worker that it never learnt of. Rethrows that error after the wait.
@@ -70,7 +44,7 @@ extension Worker {
     var failure: (any Error)?
     var outage = Outage(
       what: "claiming", cap: queue.outageBackoff, logger: logger)
-    var state = ClaimState(pace: ClaimPace(concurrency: concurrency))
+    var state = ClaimState(concurrency: concurrency)
     await withTaskGroup(of: Event.self) { group in
       var sleeping = false
       /// The sleep before the next claim after `error`; nil when the loop stops for it.
@@ -82,10 +56,19 @@ extension Worker {
         }
         return outage.failed(error, defects: queue.metrics)
       }
+      /// Sleeps until `sleep` passes or the doorbell rings, unless the loop sleeps already.
+      func sleepUnlessAsleep(_ sleep: Duration) {
+        guard !sleeping else { return }
+        sleeping = true
+        group.addTask {
+          await doorbell.wait(timeout: sleep)
+          return .woke
+        }
+      }
       while true {
         startReady(&state, group: &group)
-        if !Task.isCancelled && failure == nil, let limit = claimLimit(state) {
-          state.claiming = true
+        if !Task.isCancelled && failure == nil, let limit = state.limit {
+          state.sent()
           let known = state.known
           let releaseUntil = state.releaseUnknownUntil
           let viaSpare = spareUse(outage: outage.isOngoing)
@@ -102,61 +85,41 @@ extension Worker {
         }
         switch await group.next() {
         case .finished(let claim, let took):
-          state.running.remove(claim)
-          state.pace.ran(took: took)
-          state.mayClaim = true
+          state.finished(claim, took: took)
         case .woke:
           sleeping = false
-          state.mayClaim = true
-        case .claimed(let answer):
-          var sleep: Duration?
-          switch answer {
-          case .success(let answer):
-            state.pace.claimed(took: answer.took)
-            if answer.releaseWindowPassed { state.releaseUnknownUntil = nil }
-            state.backlog = answer.claimed.count == answer.asked
-            accept(answer, into: &state)
-            outage.ended()
-            if !state.backlog {
-              // Fewer rows were due than asked for: how long to sleep is read beside the runs,
-              // which start first, and no claim is made until it answers.
-              let viaSpare = spareUse(outage: outage.isOngoing)
-              group.addTask { .nextDue(await untilDue(spare: viaSpare)) }
-              continue
-            }
-          case .failure(let claimFailure):
-            if claimFailure.answerLost {
-              state.releaseUnknownUntil = ContinuousClock.now + queue.connectionTimeout * 2
-            }
-            sleep = wait(after: claimFailure.error)
-          }
-          state.claiming = false
-          if let sleep {
-            state.mayClaim = false
-            if !sleeping {
-              sleeping = true
-              group.addTask {
-                await doorbell.wait(timeout: sleep)
-                return .woke
-              }
-            }
+          state.woke()
+        case .claimed(.success(let answer)):
+          state.pace.claimed(took: answer.took)
+          if answer.releaseWindowPassed { state.releaseUnknownUntil = nil }
+          state.backlog = answer.claimed.count == answer.asked
+          accept(answer, into: &state)
+          outage.ended()
+          if state.backlog {
+            state.claimedAll()
           } else {
-            state.mayClaim = true
+            // Fewer rows were due than asked for: how long to sleep is read beside the runs,
+            // which start first, and no claim is made until it answers (or a job ends).
+            state.readsNextDue()
+            let viaSpare = spareUse(outage: outage.isOngoing)
+            group.addTask { .nextDue(await untilDue(spare: viaSpare)) }
           }
-        case .nextDue(let answer):
-          state.claiming = false
-          state.mayClaim = false
-          let sleep: Duration?
-          switch answer {
-          case .success(let until): sleep = until
-          case .failure(let readFailure): sleep = wait(after: readFailure.error)
+        case .claimed(.failure(let claimFailure)):
+          if claimFailure.answerLost {
+            state.releaseUnknownUntil = ContinuousClock.now + queue.connectionTimeout * 2
           }
-          if let sleep, !sleeping {
-            sleeping = true
-            group.addTask {
-              await doorbell.wait(timeout: sleep)
-              return .woke
-            }
+          state.failed()
+          if let sleep = wait(after: claimFailure.error) {
+            sleepUnlessAsleep(sleep)
+          }
+        case .nextDue(.success(let until)):
+          if state.readAnswered() {
+            sleepUnlessAsleep(until)
+          }
+        case .nextDue(.failure(let readFailure)):
+          state.failed()
+          if let sleep = wait(after: readFailure.error) {
+            sleepUnlessAsleep(sleep)
           }
         case nil: break
         }
@@ -175,19 +138,6 @@ extension Worker {
       }
     }
     if let failure { throw failure }
-  }
-
-  /// How many rows to claim now, or nil for no claim: up to the free slots, and while a
-  /// backlog lasts the prefetch beyond them. While a backlog lasts, a worker that holds rows
-  /// waits until the claim is worth ``ClaimPace/threshold`` rows, rather than claiming one row
-  /// per finished job; without a backlog it claims for any free slot at once.
-  private func claimLimit(_ state: ClaimState) -> Int? {
-    guard state.mayClaim, !state.claiming else { return nil }
-    let held = state.running.count + state.ready.count
-    let capacity = concurrency + (state.backlog ? state.pace.prefetch : 0) - held
-    guard capacity > 0 else { return nil }
-    if state.backlog && held > 0 && capacity < state.pace.threshold { return nil }
-    return capacity
   }
 
   /// Claims up to `limit` rows, after releasing the claims whose answer was lost (while
