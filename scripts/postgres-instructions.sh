@@ -4,6 +4,7 @@
 #
 #   scripts/postgres-instructions.sh [--batch N] [--hot] BENCH...
 #   scripts/postgres-instructions.sh --write-floor BENCH
+#   DPD_INSTRUCTIONS_SQL=FILE scripts/postgres-instructions.sh ... BENCH
 #
 # BENCH is a dpd-postgres-bench binary (a release build; an older commit's build compares that
 # commit's statement with today's). For each one: a fresh server (scripts/postgres.sh), the
@@ -15,6 +16,10 @@
 # (I(900) - I(300)) / 600 / N: instructions per submission, the start-up and the preparation
 # cancelled out. --hot sends the submissions to 100 keys in turn instead of fresh keys, so that
 # all but the first 100 join a burst (the upsert's conflict branch: what debouncing a key does).
+#
+# DPD_INSTRUCTIONS_SQL names a file of SQL run after the bench's setup, before the count: to
+# price one change of the SQL on the same build, for example `dpd_now()` redefined as
+# `SELECT clock_timestamp()` to count what reading the test clock's setting costs.
 #
 # --write-floor measures, the same way, the bench's write floor instead: the plainest write of
 # a submission's row (a one-row INSERT with no rule into a copy of `dpd_bursts` with its indexes
@@ -48,6 +53,9 @@ for bench in "$@"; do
     "$bench" --pgbench-write-floor | grep -v '^\\set' >"$work/statement.sql"
   else
     "$bench" --pgbench-script bench-submit | grep -v '^\\set' >"$work/statement.sql"
+  fi
+  if [[ -n "${DPD_INSTRUCTIONS_SQL:-}" ]]; then
+    psql -q -v ON_ERROR_STOP=1 "$url" -f "$DPD_INSTRUCTIONS_SQL" >/dev/null
   fi
   # shellcheck disable=SC1090
   source "$DPD_POSTGRES_STATE"   # BIN, DIR

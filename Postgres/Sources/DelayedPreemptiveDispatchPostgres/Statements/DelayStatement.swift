@@ -112,12 +112,14 @@ struct DelayStatement: PostgresPreparedStatement {
   }
 
   /// The batch made a waiting burst due earlier than every deadline the workers know of, or
-  /// the earliest one is due within ``claimRaceMargin``.
+  /// the earliest one is due within ``claimRaceMargin`` of the submissions' instant (``now``,
+  /// read once: a second reading of `dpd_now()` here cost 1 % of a single submission's server
+  /// instructions, 520,357 against 514,944, for a margin of 250 ms).
   private static let wakes = """
     EXISTS (
         SELECT 1 FROM upserted, earliest
         WHERE upserted.waiting AND (upserted.due_at < coalesce(earliest.at, 'infinity')
-          OR earliest.at < dpd_now() + interval '\(claimRaceMargin)'))
+          OR earliest.at < \(now) + interval '\(claimRaceMargin)'))
     """
 
   /// A submission also notifies when the earliest pending deadline is this close, or past. A
