@@ -1,151 +1,187 @@
 import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchModel
 import Foundation
 import PostgresNIO
 import Testing
 
 @testable import DelayedPreemptiveDispatchPostgres
 
-/// Rules P1 to P3 and P5 one by one, with one in-process worker and short real delays: "not
-/// before the deadline" is asserted strictly, "not after" loosely (the machine is shared).
+/// Rules P1 to P3 and P5 one by one, at a database time the test sets (`dpd.now`): the queue's
+/// own statements, sent as its worker sends them, on one connection (``StoreHarness``), so each
+/// rule is checked at its exact instant, and beside the reference model, with no waiting. The
+/// worker's own part (a handler that throws, its error kept) is `aThrowingHandlerIsRetriedAndKept`,
+/// which waits only for the outcome.
 @Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresRuleTests {
-  /// Generous: a loaded 2-core machine running three builds.
-  static let late: TimeInterval = 2.0
+  /// Runs `body` with a store of a fresh queue under `options`, at database time 0.
+  static func withStore(
+    _ prefix: String, options: DelayOptions = DelayOptions(), maxAttempts: Int = 5,
+    retryBackoff: Duration = .seconds(1),
+    _ body:
+      @Sendable (inout StoreHarness, PostgresDelayedPreemptiveQueue<String>) async throws
+      -> Void
+  ) async throws {
+    try await TestDatabase.withQueue(
+      prefix, options: options, maxAttempts: maxAttempts, retryBackoff: retryBackoff
+    ) { queue, client in
+      try await client.withConnection { connection in
+        var store = StoreHarness(
+          connection: connection, name: queue.name, seed: 0, options: options)
+        try await store.setNow(0)
+        try await body(&store, queue)
+      }
+    }
+  }
 
   @Test func extendKeepsTheLaterDeadlineAndTheLastValue() async throws {
-    try await TestDatabase.withQueue("extend") { queue, _ in
-      let log = RunLog()
-      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
-        let start = Date()
-        // A second apart, so that the second call comes within the first deadline even when a
-        // call takes a few hundred milliseconds on a loaded machine.
-        try await queue.delay("k", for: .seconds(1), value: "first")
-        try await queue.delay("k", for: .milliseconds(50), value: "second")
-        #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
-        try await Task.sleep(for: .milliseconds(300))
-        let run = try #require(await log.all.first)
-        #expect(run.started.timeIntervalSince(start) >= 1)
-        #expect(run.started.timeIntervalSince(start) < 1 + Self.late)
-        #expect(await log.values("k") == ["second"])
-        #expect(try await queue.pendingCount() == 0)
-      }
-    }
-  }
-
-  @Test func restartSetsTheDeadlineFromTheLastSubmission() async throws {
-    try await TestDatabase.withQueue("restart", options: DelayOptions(deadlinePolicy: .restart)) {
-      queue, _ in
-      let log = RunLog()
-      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
-        try await queue.delay("k", for: .seconds(5), value: "far")
-        let second = Date()
-        try await queue.delay("k", for: .milliseconds(100), value: "near")
-        #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
-        let run = try #require(await log.all.first)
-        #expect(run.started.timeIntervalSince(second) >= 0.1)
-        #expect(run.started.timeIntervalSince(second) < 0.1 + Self.late)
-        #expect(run.value == "near")
-      }
-    }
-  }
-
-  @Test func maxWaitBoundsABurstThatKeepsBeingExtended() async throws {
-    try await TestDatabase.withQueue("maxwait", options: DelayOptions(maxWait: .milliseconds(300)))
-    { queue, _ in
-      let log = RunLog()
-      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
-        // Each submission asks for 1 s, so each one would move the deadline 1 s past itself:
-        // without maxWait, submissions every 40 ms for 3 s would not let it run before 4 s. A
-        // delay longer than maxWait also keeps the lower bound true on a loaded machine, where
-        // a call can take 200 ms: with 200 ms delays, such a gap let the burst run at its own
-        // deadline, before maxWait (CI saw a run 0.276 s after the first call).
-        let start = Date()
-        var sent = 0
-        while Date().timeIntervalSince(start) < 3 {
-          if await log.count("k") > 0 { break }
-          sent += 1
-          try await queue.delay("k", for: .seconds(1), value: "v\(sent)")
-          try await Task.sleep(for: .milliseconds(40))
-        }
-        #expect(try await TestDatabase.eventually { await log.count("k") >= 1 })
-        let run = try #require(await log.all.first)
-        #expect(run.started.timeIntervalSince(start) >= 0.3)
-        #expect(run.started.timeIntervalSince(start) < 0.3 + Self.late)
-      }
-    }
-  }
-
-  @Test func manySubmissionsOfOneBurstRunOnceWithTheLastValue() async throws {
-    try await TestDatabase.withQueue("once") { queue, _ in
-      let log = RunLog()
-      // The deadline leaves the 20 calls time to join one burst on a loaded machine: a burst
-      // that is due ends, and the next submission starts another (T7).
-      for index in 1...20 {
-        try await queue.delay("k", for: .seconds(2), value: "v\(index)")
-      }
-      #expect(try await queue.isPending("k"))
-      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
-        #expect(try await queue.drains(within: .seconds(10)))
-        try await Task.sleep(for: .milliseconds(300))
-      }
-      #expect(await log.values("k") == ["v20"])
-      #expect(try await queue.isPending("k") == false)
-    }
-  }
-
-  @Test func cancelDropsThePendingBurstAndFlushRunsItNow() async throws {
-    try await TestDatabase.withQueue("cancel-flush") { queue, _ in
-      let log = RunLog()
-      try await queue.withWorker(handler: { key, value in try await log.record(key, value) }) {
-        try await queue.delay("cancelled", for: .seconds(1), value: "never")
-        #expect(try await queue.cancel("cancelled"))
-        #expect(try await queue.cancel("cancelled") == false)
-        try await queue.delay("flushed", for: .seconds(60), value: "now")
-        let flushed = Date()
-        #expect(try await queue.flush("flushed"))
-        #expect(try await TestDatabase.eventually { await log.count("flushed") == 1 })
-        let run = try #require(await log.all.first)
-        #expect(run.started.timeIntervalSince(flushed) < Self.late)
-        #expect(try await queue.flush("flushed") == false)
-        try await Task.sleep(for: .milliseconds(1200))  // past the cancelled burst's deadline
-        #expect(await log.count("cancelled") == 0)
-      }
-    }
-  }
-
-  @Test func submissionDuringARunStartsABurstThatRunsAfterIt() async throws {
-    try await TestDatabase.withQueue("during-run") { queue, _ in
-      let log = RunLog()
-      let handler: @Sendable (String, String) async throws -> Void = { key, value in
-        // Long enough for the two submissions below to be stored while it runs, even when a
-        // call takes a few hundred milliseconds on a loaded machine.
-        try await log.record(key, value) { try await Task.sleep(for: .milliseconds(1500)) }
-      }
-      try await queue.withWorker(handler: handler) {
-        try await queue.delay("k", for: .zero, value: "one")
-        #expect(try await TestDatabase.eventually { await log.count("k") == 1 })
-        try await queue.delay("k", for: .zero, value: "two")
-        try await queue.delay("k", for: .zero, value: "three")
-        #expect(
-          try await TestDatabase.eventually {
-            await log.all.filter { $0.finished != nil }.count == 2
-          })
-        try await Task.sleep(for: .milliseconds(300))
-      }
-      let runs = await log.all
-      #expect(runs.map(\.value) == ["one", "three"])
-      #expect(await log.overlapCount == 0)
-      if runs.count == 2, let firstEnd = runs[0].finished {
-        #expect(runs[1].started >= firstEnd)
-      }
+    try await Self.withStore("extend") { store, queue in
+      try await store.expect(.delay(key: 0, milliseconds: 1000, value: "first"))
+      try await store.expect(.advance(milliseconds: 10))
+      // Due at 60 by itself: the burst keeps the later deadline, 1000.
+      try await store.expect(.delay(key: 0, milliseconds: 50, value: "second"))
+      try await store.expect(.advance(milliseconds: 989))
+      #expect(store.runs[0].isEmpty)
+      try await store.expect(.advance(milliseconds: 1))
+      #expect(store.runs[0] == [.init(work: "second", at: 1000)])
       #expect(try await queue.pendingCount() == 0)
     }
   }
 
-  @Test func throwingHandlerIsRetriedThenKeptAsAFailure() async throws {
+  @Test func restartSetsTheDeadlineFromTheLastSubmission() async throws {
+    try await Self.withStore("restart", options: DelayOptions(deadlinePolicy: .restart)) {
+      store, _ in
+      try await store.expect(.delay(key: 0, milliseconds: 5000, value: "far"))
+      try await store.expect(.advance(milliseconds: 10))
+      try await store.expect(.delay(key: 0, milliseconds: 100, value: "near"))
+      try await store.expect(.advance(milliseconds: 99))
+      #expect(store.runs[0].isEmpty)
+      try await store.expect(.advance(milliseconds: 1))
+      #expect(store.runs[0] == [.init(work: "near", at: 110)])
+      try await store.expect(.advance(milliseconds: 6000))
+      #expect(store.runs[0].count == 1)
+    }
+  }
+
+  /// Each submission asks for 1 s, so each one moves the deadline 1 s past itself: without
+  /// `maxWait`, submissions every 40 ms would never let the burst run. With 300 ms, it runs at
+  /// 300 ms after its first submission, with the last value.
+  @Test func maxWaitBoundsABurstThatKeepsBeingExtended() async throws {
+    try await Self.withStore("maxwait", options: DelayOptions(maxWait: .milliseconds(300))) {
+      store, _ in
+      for index in 1...8 {
+        if index > 1 { try await store.expect(.advance(milliseconds: 40)) }
+        try await store.expect(.delay(key: 0, milliseconds: 1000, value: "v\(index)"))
+      }
+      try await store.expect(.advance(milliseconds: 19))
+      #expect(store.runs[0].isEmpty)
+      try await store.expect(.advance(milliseconds: 1))
+      #expect(store.runs[0] == [.init(work: "v8", at: 300)])
+      // The next submission starts the next burst, whose window counts from it: due at 600,
+      // before its own deadline of 1300.
+      try await store.expect(.delay(key: 0, milliseconds: 1000, value: "v9"))
+      try await store.expect(.advance(milliseconds: 299))
+      #expect(store.runs[0].count == 1)
+      try await store.expect(.advance(milliseconds: 1))
+      #expect(store.runs[0] == [.init(work: "v8", at: 300), .init(work: "v9", at: 600)])
+    }
+  }
+
+  @Test func manySubmissionsOfOneBurstRunOnceWithTheLastValue() async throws {
+    try await Self.withStore("once") { store, queue in
+      for index in 1...20 {
+        try await store.expect(.delay(key: 0, milliseconds: 2000, value: "v\(index)"))
+      }
+      #expect(try await queue.isPending("k0"))
+      try await store.expect(.advance(milliseconds: 2000))
+      #expect(store.runs[0] == [.init(work: "v20", at: 2000)])
+      #expect(try await queue.isPending("k0") == false)
+    }
+  }
+
+  @Test func cancelDropsThePendingBurstAndFlushRunsItNow() async throws {
+    try await Self.withStore("cancel-flush") { store, _ in
+      try await store.expect(.delay(key: 0, milliseconds: 1000, value: "never"))
+      try await store.expect(.cancel(key: 0))
+      #expect(store.answered == true)
+      try await store.expect(.cancel(key: 0))
+      #expect(store.answered == false)
+      try await store.expect(.advance(milliseconds: 5))
+      try await store.expect(.delay(key: 1, milliseconds: 60_000, value: "now"))
+      try await store.expect(.flush(key: 1))
+      #expect(store.answered == true)
+      #expect(store.runs[1] == [.init(work: "now", at: 5)])
+      try await store.expect(.flush(key: 1))
+      #expect(store.answered == false)
+      // Past the cancelled burst's deadline.
+      try await store.expect(.advance(milliseconds: 1200))
+      #expect(store.runs[0].isEmpty)
+      #expect(store.runs[1].count == 1)
+    }
+  }
+
+  /// Submissions during a run start the next burst, which runs after the run ends (never beside
+  /// it), with the last value; and the claim during the run finds nothing of the key.
+  @Test func submissionDuringARunStartsABurstThatRunsAfterIt() async throws {
+    try await Self.withStore("during-run") { store, queue in
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "one")])
+      let first = try await store.claim()
+      #expect(first.map(\.json) == ["\"one\""])
+      try await store.setNow(10)
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "two")])
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "three")])
+      #expect(try await store.claim().isEmpty)
+      try await store.setNow(1500)
+      #expect(try await store.claim().isEmpty)
+      #expect(try await store.succeed(first) == first.count)
+      let second = try await store.claim()
+      #expect(second.map(\.json) == ["\"three\""])
+      #expect(try await store.succeed(second) == 1)
+      #expect(try await queue.pendingCount() == 0)
+    }
+  }
+
+  /// A failed run is retried after the backoff (20 ms, then 40 ms, from the failure), and after
+  /// `maxAttempts` runs kept as a failure; a new submission of the key then runs as usual, and
+  /// the failure stays kept (P17).
+  @Test func aFailedRunIsRetriedAfterItsBackoffThenKept() async throws {
+    try await Self.withStore("failures", maxAttempts: 3, retryBackoff: .milliseconds(20)) {
+      store, queue in
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "bad")])
+      var outcomes: [FailedStatement.Outcome] = []
+      for (attempt, failsAt) in [(1, Int64(0)), (2, 20), (3, 60)] {
+        if failsAt > 0 {
+          try await store.setNow(failsAt - 1)
+          #expect(try await store.claim(maxAttempts: 3).isEmpty, "attempt \(attempt) too early")
+          try await store.setNow(failsAt)
+        }
+        let claimed = try await store.claim(maxAttempts: 3)
+        #expect(claimed.map(\.attempt) == [attempt])
+        for burst in claimed {
+          outcomes.append(try await store.fail(burst, maxAttempts: 3, backoffMilliseconds: 20))
+        }
+      }
+      #expect(outcomes == [.retried, .retried, .kept])
+      let failure = try #require(try await queue.failures().first)
+      #expect(failure.key == "k0")
+      #expect(failure.value == "bad")
+      #expect(failure.attempts == 3)
+      #expect(failure.lastError == "broken")
+      #expect(try await queue.pendingCount() == 0)
+
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "good")])
+      let good = try await store.claim(maxAttempts: 3)
+      #expect(good.map(\.json) == ["\"good\""])
+      #expect(try await store.succeed(good) == 1)
+      #expect(try await queue.failures() == [failure])
+    }
+  }
+
+  /// The worker's part of the rule above: a handler that throws is run `maxAttempts` times and
+  /// its burst kept with the error's description. Waits only for that outcome.
+  @Test func aThrowingHandlerIsRetriedAndKept() async throws {
     struct Broken: Error {}
     try await TestDatabase.withQueue(
-      "failures", maxAttempts: 3, retryBackoff: .milliseconds(20)
+      "throwing", maxAttempts: 3, retryBackoff: .milliseconds(20)
     ) { queue, _ in
       let log = RunLog()
       let handler: @Sendable (String, String) async throws -> Void = { key, value in
@@ -155,22 +191,10 @@ struct PostgresRuleTests {
         try await queue.delay("k", for: .zero, value: "bad")
         #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
         let failure = try #require(try await queue.failures().first)
-        #expect(failure.key == "k")
-        #expect(failure.value == "bad")
         #expect(failure.attempts == 3)
         #expect(failure.lastError.contains("Broken"))
         #expect(await log.count("k") == 3)
         #expect(try await queue.pendingCount() == 0)
-        let runs = await log.all
-        // Backoff: 20 ms, then 40 ms.
-        #expect(runs[1].started.timeIntervalSince(runs[0].started) >= 0.02)
-        #expect(runs[2].started.timeIntervalSince(runs[1].started) >= 0.04)
-
-        // A new submission of the key runs as usual, and the failure stays kept (P17).
-        try await queue.delay("k", for: .zero, value: "good")
-        #expect(try await TestDatabase.eventually { await log.values("k").last == "good" })
-        #expect(try await queue.drains(within: .seconds(10)))
-        #expect(try await queue.failures() == [failure])
       }
     }
   }
@@ -201,5 +225,49 @@ struct PostgresRuleTests {
       #expect(try await queue.submit("near", for: .milliseconds(100), value: "x"))
       #expect(try await queue.submit("later", for: .seconds(10), value: "x"))
     }
+  }
+}
+
+/// What a rule test does with the store by hand: a step checked against the model, and the
+/// worker's statements one at a time, at the database time the test set.
+extension StoreHarness {
+  /// Applies `operation` to the store and the model, and records an issue where they disagree.
+  mutating func expect(
+    _ operation: ModelOperation, sourceLocation: SourceLocation = #_sourceLocation
+  ) async throws {
+    let disagreement = try await step(operation)
+    #expect(
+      disagreement == nil, "\(operation): \(disagreement ?? "")", sourceLocation: sourceLocation)
+  }
+
+  /// A worker's claim of what is due now.
+  func claim(maxAttempts: Int = 5) async throws -> [ClaimedBurst] {
+    try await connection.rows(
+      ClaimStatement(
+        name: name, limit: 100, owner: "rules", leaseMilliseconds: 600_000,
+        maxAttempts: maxAttempts, minimumSpacingMilliseconds: spacing), logger: Self.logger)
+  }
+
+  /// The successful end of `claims`, now; returns how many it ended.
+  func succeed(_ claims: [ClaimedBurst]) async throws -> Int {
+    try await connection.rows(
+      SucceededStatement(
+        name: name, keys: claims.map(\.key), claims: claims.map(\.claim),
+        minimumSpacingMilliseconds: spacing,
+        millisecondsSinceHandlerStarts: claims.map { _ in 0 }), logger: Self.logger
+    ).count
+  }
+
+  /// The end of `burst`'s run with the error "broken", now.
+  func fail(_ burst: ClaimedBurst, maxAttempts: Int, backoffMilliseconds: Double) async throws
+    -> FailedStatement.Outcome
+  {
+    let outcomes = try await connection.rows(
+      FailedStatement(
+        name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
+        backoffMilliseconds: backoffMilliseconds, error: "broken", append: merge == .append,
+        minimumSpacingMilliseconds: spacing, millisecondsSinceHandlerStart: 0),
+      logger: Self.logger)
+    return try #require(outcomes.first)
   }
 }
