@@ -13,28 +13,26 @@ import Testing
 /// which waits only for the outcome.
 @Suite(.enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresRuleTests {
-  /// Runs `body` with a store of a fresh queue under `options`, at database time 0.
+  /// Runs `body` with a store of a fresh queue under `options`, at database time 0, with the
+  /// queue and the test's client.
   static func withStore(
     _ prefix: String, options: DelayOptions = DelayOptions(), maxAttempts: Int = 5,
     retryBackoff: Duration = .seconds(1),
     _ body:
-      @Sendable (inout StoreHarness, PostgresDelayedPreemptiveQueue<String>) async throws
-      -> Void
+      @Sendable (inout StoreHarness, PostgresDelayedPreemptiveQueue<String>, PostgresClient)
+      async throws -> Void
   ) async throws {
     try await TestDatabase.withQueue(
       prefix, options: options, maxAttempts: maxAttempts, retryBackoff: retryBackoff
     ) { queue, client in
-      try await client.withConnection { connection in
-        var store = StoreHarness(
-          connection: connection, name: queue.name, seed: 0, options: options)
-        try await store.setNow(0)
-        try await body(&store, queue)
+      try await StoreHarness.on(client, name: queue.name, options: options) { store in
+        try await body(&store, queue, client)
       }
     }
   }
 
   @Test func extendKeepsTheLaterDeadlineAndTheLastValue() async throws {
-    try await Self.withStore("extend") { store, queue in
+    try await Self.withStore("extend") { store, queue, _ in
       try await store.expect(.delay(key: 0, milliseconds: 1000, value: "first"))
       try await store.expect(.advance(milliseconds: 10))
       // Due at 60 by itself: the burst keeps the later deadline, 1000.
@@ -49,7 +47,7 @@ struct PostgresRuleTests {
 
   @Test func restartSetsTheDeadlineFromTheLastSubmission() async throws {
     try await Self.withStore("restart", options: DelayOptions(deadlinePolicy: .restart)) {
-      store, _ in
+      store, _, _ in
       try await store.expect(.delay(key: 0, milliseconds: 5000, value: "far"))
       try await store.expect(.advance(milliseconds: 10))
       try await store.expect(.delay(key: 0, milliseconds: 100, value: "near"))
@@ -67,7 +65,7 @@ struct PostgresRuleTests {
   /// 300 ms after its first submission, with the last value.
   @Test func maxWaitBoundsABurstThatKeepsBeingExtended() async throws {
     try await Self.withStore("maxwait", options: DelayOptions(maxWait: .milliseconds(300))) {
-      store, _ in
+      store, _, _ in
       for index in 1...8 {
         if index > 1 { try await store.expect(.advance(milliseconds: 40)) }
         try await store.expect(.delay(key: 0, milliseconds: 1000, value: "v\(index)"))
@@ -87,7 +85,7 @@ struct PostgresRuleTests {
   }
 
   @Test func manySubmissionsOfOneBurstRunOnceWithTheLastValue() async throws {
-    try await Self.withStore("once") { store, queue in
+    try await Self.withStore("once") { store, queue, _ in
       for index in 1...20 {
         try await store.expect(.delay(key: 0, milliseconds: 2000, value: "v\(index)"))
       }
@@ -99,7 +97,7 @@ struct PostgresRuleTests {
   }
 
   @Test func cancelDropsThePendingBurstAndFlushRunsItNow() async throws {
-    try await Self.withStore("cancel-flush") { store, _ in
+    try await Self.withStore("cancel-flush") { store, _, _ in
       try await store.expect(.delay(key: 0, milliseconds: 1000, value: "never"))
       try await store.expect(.cancel(key: 0))
       #expect(store.answered == true)
@@ -122,7 +120,7 @@ struct PostgresRuleTests {
   /// Submissions during a run start the next burst, which runs after the run ends (never beside
   /// it), with the last value; and the claim during the run finds nothing of the key.
   @Test func submissionDuringARunStartsABurstThatRunsAfterIt() async throws {
-    try await Self.withStore("during-run") { store, queue in
+    try await Self.withStore("during-run") { store, queue, _ in
       try await store.submit([.init(key: 0, milliseconds: 0, value: "one")])
       let first = try await store.claim()
       #expect(first.map(\.json) == ["\"one\""])
@@ -145,7 +143,7 @@ struct PostgresRuleTests {
   /// the failure stays kept (P17).
   @Test func aFailedRunIsRetriedAfterItsBackoffThenKept() async throws {
     try await Self.withStore("failures", maxAttempts: 3, retryBackoff: .milliseconds(20)) {
-      store, queue in
+      store, queue, _ in
       try await store.submit([.init(key: 0, milliseconds: 0, value: "bad")])
       var outcomes: [FailedStatement.Outcome] = []
       for (attempt, failsAt) in [(1, Int64(0)), (2, 20), (3, 60)] {
@@ -231,6 +229,31 @@ struct PostgresRuleTests {
 /// What a rule test does with the store by hand: a step checked against the model, and the
 /// worker's statements one at a time, at the database time the test set.
 extension StoreHarness {
+  /// Runs `body` with a store on one connection of `client`, at database time 0. The connection
+  /// goes back to the pool with the real clock (`RESET dpd.now`), also when `body` throws: a
+  /// worker or a queue of the same client would otherwise read the test's time.
+  static func on(
+    _ client: PostgresClient, name: String, options: DelayOptions,
+    _ body: (inout StoreHarness) async throws -> Void
+  ) async throws {
+    try await client.withConnection { connection in
+      var store = StoreHarness(connection: connection, name: name, seed: 0, options: options)
+      try await store.setNow(0)
+      do {
+        try await body(&store)
+      } catch {
+        try await store.resetClock()
+        throw error
+      }
+      try await store.resetClock()
+    }
+  }
+
+  /// The session's real clock again.
+  func resetClock() async throws {
+    try await connection.query("RESET dpd.now", logger: Self.logger)
+  }
+
   /// Applies `operation` to the store and the model, and records an issue where they disagree.
   mutating func expect(
     _ operation: ModelOperation, sourceLocation: SourceLocation = #_sourceLocation
@@ -240,12 +263,22 @@ extension StoreHarness {
       disagreement == nil, "\(operation): \(disagreement ?? "")", sourceLocation: sourceLocation)
   }
 
-  /// A worker's claim of what is due now.
-  func claim(maxAttempts: Int = 5) async throws -> [ClaimedBurst] {
+  /// A worker's claim of what is due now, under a lease of `lease` milliseconds.
+  func claim(maxAttempts: Int = 5, owner: String = "rules", lease: Double = 600_000)
+    async throws -> [ClaimedBurst]
+  {
     try await connection.rows(
       ClaimStatement(
-        name: name, limit: 100, owner: "rules", leaseMilliseconds: 600_000,
+        name: name, limit: 100, owner: owner, leaseMilliseconds: lease,
         maxAttempts: maxAttempts, minimumSpacingMilliseconds: spacing), logger: Self.logger)
+  }
+
+  /// The renewal of `claims`' leases, now; returns the claims it renewed.
+  func renew(_ claims: [ClaimedBurst], lease: Double) async throws -> [UUID] {
+    try await connection.rows(
+      RenewStatement(
+        name: name, claims: claims.map(\.claim), leaseMilliseconds: lease,
+        minimumSpacingMilliseconds: spacing), logger: Self.logger)
   }
 
   /// The successful end of `claims`, now; returns how many it ended.

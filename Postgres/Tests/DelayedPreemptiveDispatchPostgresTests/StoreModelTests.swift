@@ -194,6 +194,8 @@ struct StoreHarness {
   static let logger = Logger(label: "test")
   /// The database's instant 0 of the model's time line.
   static let origin = "'2030-01-01 00:00:00+00'::timestamptz"
+  /// ``origin`` in Unix seconds.
+  static let originSeconds = 1_893_456_000.0
 
   let connection: PostgresConnection
   let name: String
