@@ -1,4 +1,5 @@
 import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchModel
 import Foundation
 import PostgresNIO
 import Testing
@@ -62,36 +63,40 @@ struct PostgresMergeTests {
 
   /// Twenty submissions to one key with `maxSubmissions: 8` make bursts of 8, 8 and 4: the
   /// first two due at once (though their deadline is a minute away), the third at its
-  /// deadline (here: when flushed). With no worker running, the three bursts wait in one row.
+  /// deadline (here: when flushed). With no worker claiming, the three bursts wait in one row;
+  /// with a worker that claims after each submission, the full bursts run as they close. At a
+  /// database time the test sets, beside the reference model.
   @Test(arguments: [false, true])
   func maxSubmissionsEightGivesRunsOfEightEightAndFour(workerDuringSubmissions: Bool)
     async throws
   {
-    try await Self.withQueue(
-      "max8", of: [String].self, options: DelayOptions(maxSubmissions: 8)
-    ) { queue, _ in
-      let runs = Runs<[String]>()
-      let handler: @Sendable (String, [String]) async throws -> Void = { key, values in
-        await runs.add(key, values)
-      }
-      let submit = {
-        for index in 1...20 {
-          try await queue.delay("k", for: .seconds(60), value: ["v\(index)"])
+    try await PostgresRuleTests.withStore(
+      "max8", options: DelayOptions(maxSubmissions: 8), merge: .append
+    ) { store, queue, _ in
+      for index in 1...20 {
+        let submission = ModelOperation.delay(key: 0, milliseconds: 60_000, value: "v\(index)")
+        if workerDuringSubmissions {
+          try await store.expect(submission)
+        } else {
+          try await store.submit([.init(key: 0, milliseconds: 60_000, value: "v\(index)")])
         }
       }
-      if !workerDuringSubmissions { try await submit() }
-      try await queue.withWorker(handler: handler) {
-        if workerDuringSubmissions { try await submit() }
-        #expect(try await TestDatabase.eventually { await runs.all.count >= 2 })
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(await runs.all.count == 2)  // the third burst waits for its deadline
-        #expect(try await queue.isPending("k"))
-        #expect(try await queue.flush("k"))
-        #expect(try await queue.drains(within: .seconds(10)))
+      if !workerDuringSubmissions {
+        #expect(store.runs[0].isEmpty)
+        try await store.advance(to: 0)
       }
-      let values = await runs.values("k")
-      #expect(values.map(\.count) == [8, 8, 4])
-      #expect(values.flatMap { $0 } == (1...20).map { "v\($0)" })
+      let eights = [(1...8), (9...16)].map { $0.map { "v\($0)" }.joined(separator: "+") }
+      #expect(store.runs[0] == eights.map { .init(work: $0, at: 0) })
+      // The third burst waits for its deadline.
+      try await store.advance(to: 59_999)
+      #expect(store.runs[0].count == 2)
+      #expect(try await queue.isPending("k0"))
+      try await store.setNow(60_000)
+      try await store.advance(to: 60_000)
+      let four = (17...20).map { "v\($0)" }.joined(separator: "+")
+      #expect(
+        store.runs[0] == eights.map { .init(work: $0, at: 0) } + [.init(work: four, at: 60_000)])
+      #expect(try await queue.isPending("k0") == false)
     }
   }
 
@@ -129,28 +134,26 @@ struct PostgresMergeTests {
     }
   }
 
+  /// With `.append`, submissions during a run start the next burst, which never joins the
+  /// running one and runs after it ends. At a database time the test sets.
   @Test func aSubmissionDuringARunIsNotMergedIntoItAndRunsAfterAlone() async throws {
-    try await Self.withQueue("during", of: [String].self) { queue, _ in
-      let runs = Runs<[String]>()
-      let release = Latch()
-      try await queue.withWorker(
-        handler: { key, values in
-          await runs.add(key, values)
-          if values.first == "a" { try await release.wait() }
-        }
-      ) {
-        // A second's delay, so that "b" joins "a" even when a call is slow on a loaded machine.
-        try await queue.delay("k", for: .seconds(1), value: ["a"])
-        try await queue.delay("k", for: .seconds(1), value: ["b"])
-        #expect(try await TestDatabase.eventually { await runs.all.count == 1 })
-        try await queue.delay("k", for: .zero, value: ["c"])
-        try await queue.delay("k", for: .zero, value: ["d"])
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(await runs.all.count == 1)  // not beside the running one
-        release.open()
-        #expect(try await queue.drains(within: .seconds(10)))
-      }
-      #expect(await runs.values("k") == [["a", "b"], ["c", "d"]])
+    try await PostgresRuleTests.withStore("during", merge: .append) { store, queue, _ in
+      try await store.submit([.init(key: 0, milliseconds: 1000, value: "a")])
+      try await store.submit([.init(key: 0, milliseconds: 1000, value: "b")])
+      try await store.setNow(1000)
+      let first = try await store.claim()
+      #expect(first.map(\.json) == [#"["a", "b"]"#])
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "c")])
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "d")])
+      // Not beside the running one.
+      #expect(try await store.claim().isEmpty)
+      try await store.setNow(1300)
+      #expect(try await store.claim().isEmpty)
+      #expect(try await store.succeed(first) == 1)
+      let second = try await store.claim()
+      #expect(second.map(\.json) == [#"["c", "d"]"#])
+      #expect(try await store.succeed(second) == 1)
+      #expect(try await queue.pendingCount() == 0)
     }
   }
 

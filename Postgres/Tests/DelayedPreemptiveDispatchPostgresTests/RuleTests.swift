@@ -16,7 +16,8 @@ struct PostgresRuleTests {
   /// Runs `body` with a store of a fresh queue under `options`, at database time 0, with the
   /// queue and the test's client.
   static func withStore(
-    _ prefix: String, options: DelayOptions = DelayOptions(), maxAttempts: Int = 5,
+    _ prefix: String, options: DelayOptions = DelayOptions(),
+    merge: ReferenceModel.Merge = .replace, maxAttempts: Int = 5,
     retryBackoff: Duration = .seconds(1),
     _ body:
       @Sendable (inout StoreHarness, PostgresDelayedPreemptiveQueue<String>, PostgresClient)
@@ -25,7 +26,8 @@ struct PostgresRuleTests {
     try await TestDatabase.withQueue(
       prefix, options: options, maxAttempts: maxAttempts, retryBackoff: retryBackoff
     ) { queue, client in
-      try await StoreHarness.on(client, name: queue.name, options: options) { store in
+      try await StoreHarness.on(client, name: queue.name, options: options, merge: merge) {
+        store in
         try await body(&store, queue, client)
       }
     }
@@ -234,10 +236,12 @@ extension StoreHarness {
   /// worker or a queue of the same client would otherwise read the test's time.
   static func on(
     _ client: PostgresClient, name: String, options: DelayOptions,
+    merge: ReferenceModel.Merge = .replace,
     _ body: (inout StoreHarness) async throws -> Void
   ) async throws {
     try await client.withConnection { connection in
-      var store = StoreHarness(connection: connection, name: name, seed: 0, options: options)
+      var store = StoreHarness(
+        connection: connection, name: name, seed: 0, options: options, merge: merge)
       try await store.setNow(0)
       do {
         try await body(&store)

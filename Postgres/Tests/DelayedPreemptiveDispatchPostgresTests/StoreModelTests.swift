@@ -214,23 +214,24 @@ struct StoreHarness {
   /// pending burst.
   private(set) var answered: Bool?
 
-  /// The options and merge of the sequence, or `options` with `.replace` for a test that
-  /// drives the store by hand.
+  /// The options and merge of the sequence, or `options` and `merge` (`.replace` unless given)
+  /// for a test that drives the store by hand.
   let options: DelayOptions
   let merge: ReferenceModel.Merge
 
   init(
-    connection: PostgresConnection, name: String, seed: UInt64, options: DelayOptions? = nil
+    connection: PostgresConnection, name: String, seed: UInt64, options: DelayOptions? = nil,
+    merge: ReferenceModel.Merge? = nil
   ) {
     self.connection = connection
     self.name = name
     sequence = KeyedModelSequence(seed: seed, engine: .store, keyCount: 8)
     self.options = options ?? sequence.options
-    merge = options == nil ? sequence.merge : .replace
+    self.merge = merge ?? (options == nil ? sequence.merge : .replace)
     // The store's spacing counts from a run's start, which is later than its due instant
     // when the worker is late (`hold`).
     model = KeyedReferenceModel(
-      keyCount: sequence.keyCount, options: self.options, merge: merge, spacingOrigin: .start)
+      keyCount: sequence.keyCount, options: self.options, merge: self.merge, spacingOrigin: .start)
     runs = Array(repeating: [], count: sequence.keyCount)
   }
 

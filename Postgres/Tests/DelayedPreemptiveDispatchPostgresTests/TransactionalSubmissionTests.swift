@@ -42,7 +42,7 @@ struct PostgresTransactionalSubmissionTests {
             try await queue.delay("doc", for: .zero, value: "committed", on: connection)
             committing.open()
             // Open until the test has looked from outside.
-            while !proceed.isOpen { try await Task.sleep(for: .milliseconds(10)) }
+            try await proceed.wait()
           }
         }
         #expect(try await TestDatabase.eventually { committing.isOpen })
