@@ -165,7 +165,7 @@ extension Worker {
         }
         // A stopping worker still records its runs' ends: its cancellation does not cut the
         // wait short (the lease bounds the retries).
-        _ = try? await uncancelled { try await Task.sleep(for: wait) }
+        await sleepUncancelled(for: wait)
       }
     }
   }

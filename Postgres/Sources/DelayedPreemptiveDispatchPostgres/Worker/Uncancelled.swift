@@ -6,3 +6,10 @@ func uncancelled<Result: Sendable>(_ operation: @escaping @Sendable () async thr
 {
   try await Task { try await operation() }.value
 }
+
+/// Sleeps for `duration` in a task that the caller's cancellation does not reach: the wait
+/// before a stopping worker retries recording a run's end is not cut short.
+func sleepUncancelled(for duration: Duration) async {
+  // Nothing cancels this task, so the sleep cannot throw.
+  await Task { try? await Task.sleep(for: duration) }.value
+}
