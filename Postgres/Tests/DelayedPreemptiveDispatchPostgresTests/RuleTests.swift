@@ -299,12 +299,27 @@ extension StoreHarness {
   func fail(_ burst: ClaimedBurst, maxAttempts: Int, backoffMilliseconds: Double) async throws
     -> FailedStatement.Outcome
   {
+    try #require(
+      try await failIfHeld(
+        burst, maxAttempts: maxAttempts, backoffMilliseconds: backoffMilliseconds))
+  }
+
+  /// The releases of the claims of `owner` beyond `known`; returns their keys.
+  func releaseUnknownClaims(owner: String, known: [UUID]) async throws -> [String] {
+    try await connection.rows(
+      ReleaseUnknownClaimsStatement(name: name, owner: owner, known: known), logger: Self.logger)
+  }
+
+  /// As ``fail(_:maxAttempts:backoffMilliseconds:)``; nil when the claim is no longer held.
+  func failIfHeld(_ burst: ClaimedBurst, maxAttempts: Int, backoffMilliseconds: Double)
+    async throws -> FailedStatement.Outcome?
+  {
     let outcomes = try await connection.rows(
       FailedStatement(
         name: name, key: burst.key, claim: burst.claim, maxAttempts: maxAttempts,
         backoffMilliseconds: backoffMilliseconds, error: "broken", append: merge == .append,
         minimumSpacingMilliseconds: spacing, millisecondsSinceHandlerStart: 0),
       logger: Self.logger)
-    return try #require(outcomes.first)
+    return outcomes.first
   }
 }

@@ -160,27 +160,30 @@ struct PostgresUnconfirmedTests {
   }
 
   /// A statement sent again after its burst was taken over by another worker matches nothing
-  /// and leaves the new claim as it is; the new claim's own end is then recorded.
+  /// and leaves the new claim as it is; the new claim's own end is then recorded. At a database
+  /// time the test sets: the stale claim's lease runs out at an exact instant.
   @Test(arguments: [false, true])
   func statementsOfAClaimThatWasTakenOverMatchNothing(laterWaiting: Bool) async throws {
-    try await TestDatabase.withQueue("taken-over", lease: .milliseconds(200)) { queue, client in
-      try await queue.delay("k", for: .zero, value: "v1")
-      let stale = try #require(try await queue.claim(limit: 1, owner: "stale").first)
-      if laterWaiting { try await queue.delay("k", for: .zero, value: "v2") }
-      try await Task.sleep(for: .milliseconds(400))  // the stale claim's lease runs out
-      let fresh = try #require(try await queue.claim(limit: 1, owner: "fresh").first)
+    try await PostgresRuleTests.withStore("taken-over") { store, queue, client in
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "v1")])
+      let stale = try #require(try await store.claim(owner: "stale", lease: 200).first)
+      if laterWaiting { try await store.submit([.init(key: 0, milliseconds: 0, value: "v2")]) }
+      try await store.setNow(199)
+      #expect(try await store.claim(owner: "fresh", lease: 200).isEmpty)
+      try await store.setNow(200)  // the stale claim's lease runs out
+      let fresh = try #require(try await store.claim(owner: "fresh", lease: 200).first)
       #expect(fresh.takenOver)
       #expect(fresh.fence > stale.fence)
 
-      #expect(try await queue.renew([stale.claim]) == [])
-      #expect(try await queue.succeeded([stale]) == [])
-      #expect(try await queue.failed(stale, error: Refused()) == nil)
-      #expect(try await queue.releaseUnknownClaims(owner: "stale", known: []) == [])
-      #expect(try await queue.releaseUnknownClaims(owner: "fresh", known: [fresh.claim]) == [])
+      #expect(try await store.renew([stale], lease: 200) == [])
+      #expect(try await store.succeed([stale]) == 0)
+      #expect(try await store.failIfHeld(stale, maxAttempts: 5, backoffMilliseconds: 1000) == nil)
+      #expect(try await store.releaseUnknownClaims(owner: "stale", known: []) == [])
       #expect(
-        try await RunTable.claimedKeys(queue.name, client: client) == ["k"])
+        try await store.releaseUnknownClaims(owner: "fresh", known: [fresh.claim]) == [])
+      #expect(try await RunTable.claimedKeys(queue.name, client: client) == ["k0"])
 
-      #expect(try await queue.succeeded([fresh]) == [fresh.claim])
+      #expect(try await store.succeed([fresh]) == 1)
       #expect(try await queue.pendingCount() == (laterWaiting ? 1 : 0))
       #expect(try await RunTable.claimedKeys(queue.name, client: client) == [])
     }
