@@ -43,8 +43,9 @@ struct PostgresMigrationTests {
         try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: Self.logger)
       }
     }
-    // In version 2's form: a waiting burst (due in 5 s, so that a submission after the migration
-    // joins it: a burst that is due takes none, T7); a running one with a burst submitted during its run
+    // In version 2's form: a waiting burst (due in an hour, so that a submission after the migration
+    // joins it however slow the machine is: a burst that is due takes none, T7; a 5 s margin was
+    // once used up by a loaded CI run; the test flushes it after the submission); a running one with a burst submitted during its run
     // (generation past the claim's; the row holds the newer value); a running one alone; a kept
     // failure.
     let running1 = UUID()
@@ -54,8 +55,8 @@ struct PostgresMigrationTests {
       INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted, generation,
         claimed_generation, claim, owner, attempts, failed, last_error, fence)
       VALUES
-        ('q', 'waiting', '["w1","w2"]', now() + interval '5 seconds',
-          now() + interval '5 seconds', now(), 2, NULL, NULL, NULL, 0, false, NULL, NULL),
+        ('q', 'waiting', '["w1","w2"]', now() + interval '1 hour',
+          now() + interval '1 hour', now(), 2, NULL, NULL, NULL, 0, false, NULL, NULL),
         ('q', 'behind', '["b3"]', now(), now() + interval '1 hour', now(), 3, 2, \(running1),
           'old', 1, false, NULL, 7),
         ('q', 'alone', '["a1"]', now(), now() + interval '1 hour', now(), 1, 1, \(running2),
@@ -146,6 +147,7 @@ struct PostgresMigrationTests {
     let ended = try await queue.succeeded([burst("behind", running1), burst("alone", running2)])
     #expect(Set(ended) == [running1, running2])
     try await queue.delay("waiting", for: .zero, value: ["w3"])
+    #expect(try await queue.flush("waiting"))
     let runs = Runs<[String]>()
     let handler: @Sendable (String, [String]) async throws -> Void = { key, values in
       await runs.add(key, values)
