@@ -9,7 +9,8 @@ import Testing
 /// module `DelayedPreemptiveDispatchModel`, which checks the PostgreSQL store too). Outcomes are read from the real tickets; the driver must also
 /// hold state only for keys with a pending burst once their runs are done.
 ///
-/// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`.
+/// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`, 10³
+/// under a sanitizer.
 @Suite struct KeyedModelTests {
   typealias Run = MachineHarness.Run
 
@@ -96,11 +97,12 @@ import Testing
 
   /// The sequences that `PostgresStoreModelTests` runs on the PostgreSQL store (the same seeds,
   /// 8 keys, 200 steps, no `leading`), here with `.replace` only: one specification, checked
-  /// on both engines.
+  /// on both engines. All 10³ of them; the first 10² under a sanitizer (see
+  /// `TestScale.storeSequences`).
   @Test func keyedDriverMatchesTheModelOnTheStoresSequences() async {
     let failures = await offCooperativePool {
       var failures: [String] = []
-      for index in 0..<KeyedModelSequence.storeSequenceCount {
+      for index in 0..<TestScale.storeSequences {
         if let failure = Self.runSequence(
           seed: KeyedModelSequence.storeSeed(index), operations: KeyedModelSequence.storeSteps,
           keyCount: 8, engine: .init(leading: false, append: false))

@@ -8,7 +8,8 @@ import Testing
 /// `DelayedPreemptiveDispatchModel`), which computes each burst's deadline directly instead of
 /// through timers, generations and re-arming.
 ///
-/// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`.
+/// Runs `TestScale.modelSequences` sequences: 10⁴ normally, 10⁶ with `DPD_LONG_TESTS=1`, 10³
+/// under a sanitizer.
 @Suite struct StateMachineModelTests {
   static func randomOptions(_ random: inout SeededRandomNumberGenerator) -> DelayOptions {
     KeyedModelSequence.randomOptions(&random)
