@@ -172,14 +172,18 @@ extension PostgresDelayedPreemptiveQueue {
   }
 
   /// Records the ends of successful runs; returns the claims whose end was recorded (the
-  /// others were taken over).
+  /// others were taken over). Not cancellable: the runs of a batch wait for it in other tasks,
+  /// and a run's end is written whatever becomes of the task that writes it (a stopping
+  /// worker's run writes its own end when no batch is in flight; `connectionTimeout` bounds it).
   func succeeded(_ bursts: [ClaimedBurst]) async throws -> [UUID] {
     let statement = SucceededStatement(
       name: name, keys: bursts.map(\.key), claims: bursts.map(\.claim),
       minimumSpacingMilliseconds: minimumSpacingMilliseconds,
       millisecondsSinceHandlerStarts: bursts.map(\.millisecondsSinceHandlerStart))
     let logger = logger
-    return try await database("complete") { try await $0.rows(statement, logger: logger) }
+    return try await database("complete", cancellable: false) {
+      try await $0.rows(statement, logger: logger)
+    }
   }
 
   /// Records the end of a run that threw: returns what became of the burst, or nil when the

@@ -1,19 +1,12 @@
-import Foundation
-
-/// Records the ends of successful runs in batches: while one batch is being written, the runs
-/// that end meanwhile wait for the next one. An idle worker writes each end at once; a busy one
-/// writes many per round trip.
-///
-/// A lock, not an actor: a run's end joins the batch without a hop (every run makes one).
-final class CompletionBatcher<Value: Codable & Sendable>: Sendable {
+/// Records the ends of successful runs: a ``GroupCommit`` of runs' ends with one writer. While
+/// one batch is being written, the runs that end meanwhile wait for the next one; an idle
+/// worker writes each end at once, from the run's own task, and a busy one writes many per
+/// round trip. No end waits for a deadline: a run waits until its end is written, and the
+/// worker's outage loop retries the transient failures.
+struct CompletionBatcher<Value: Codable & Sendable>: Sendable {
   private let queue: PostgresDelayedPreemptiveQueue<Value>
-  private typealias Waiting = (burst: ClaimedBurst, written: CheckedContinuation<Bool, any Error>)
-  private struct State {
-    var waiting: [Waiting] = []
-    /// A task is writing batches until none waits.
-    var writing = false
-  }
-  private let state = Locked(State())
+  private let commit = GroupCommit<CompletionWriter<Value>>(
+    maximumWriters: 1, maximumBatch: 1_000)
 
   init(queue: PostgresDelayedPreemptiveQueue<Value>) {
     self.queue = queue
@@ -22,44 +15,38 @@ final class CompletionBatcher<Value: Codable & Sendable>: Sendable {
   /// Returns once the end of `burst`'s run is written: true when it was recorded, false when
   /// its claim had been taken over (nothing recorded).
   func succeeded(_ burst: ClaimedBurst) async throws -> Bool {
-    try await withCheckedThrowingContinuation { written in
-      let startWriting = state.withLock { state -> Bool in
-        state.waiting.append((burst, written))
-        guard !state.writing else { return false }
-        state.writing = true
-        return true
-      }
-      // The writer ends when no run waits: it is owned by the runs it answers.
-      if startWriting { Task { await writeAll() } }
-    }
+    try await commit.submit(burst, deadline: nil, writer: CompletionWriter(queue: queue))
   }
+}
 
-  private func writeAll() async {
-    while true {
-      let batch = state.withLock { state -> [Waiting] in
-        let batch = state.waiting
-        state.waiting = []
-        if batch.isEmpty { state.writing = false }
-        return batch
-      }
-      if batch.isEmpty { return }
-      await write(batch)
-    }
+/// Writes a batch of runs' ends as one statement.
+struct CompletionWriter<Value: Codable & Sendable>: GroupCommitWriter {
+  typealias Entry = ClaimedBurst
+  /// Whether the end was recorded (false: the claim had been taken over).
+  typealias Output = Bool
+
+  let queue: PostgresDelayedPreemptiveQueue<Value>
+
+  /// Each claim ends once: the ends need no order among themselves.
+  static func orderKey(of entry: ClaimedBurst) -> String? { nil }
+
+  func expired() -> any Error {
+    preconditionFailure("a run's end has no deadline")
   }
 
   /// Writes one batch and answers its runs. A batch that the database refuses for a reason
   /// that is neither an outage nor a conflict (a defect) is written again one run at a time, so
   /// that the run it is about fails alone and the others are recorded.
-  private func write(_ batch: [Waiting]) async {
+  func write(_ batch: [GroupCommit<Self>.Waiting]) async {
     do {
-      let recorded = Set(try await queue.succeeded(batch.map(\.burst)))
-      for entry in batch { entry.written.resume(returning: recorded.contains(entry.burst.claim)) }
+      let recorded = Set(try await queue.succeeded(batch.map(\.entry)))
+      for waiting in batch { waiting.answer(.success(recorded.contains(waiting.entry.claim))) }
     } catch let error as PostgresDelayedPreemptiveQueueError
       where batch.count > 1 && !error.isTransient
     {
-      for entry in batch { await write([entry]) }
+      for waiting in batch { await write([waiting]) }
     } catch {
-      for entry in batch { entry.written.resume(throwing: error) }
+      for waiting in batch { waiting.answer(.failure(error)) }
     }
   }
 }
