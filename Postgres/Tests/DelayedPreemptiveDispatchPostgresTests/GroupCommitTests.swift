@@ -239,7 +239,7 @@ import Testing
     }
   }
 
-  /// Polls `condition` with yields (no sleep) until it holds, for at most 10 s.
+  /// Polls `condition`, yielding between reads, until it holds, for at most 10 s.
   func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
     let end = ContinuousClock.now + .seconds(10)
     while ContinuousClock.now < end {
