@@ -6,11 +6,6 @@ rot.
     python3 scripts/check-consumer.py                 # build it
     python3 scripts/check-consumer.py --run URL       # build it, then run it against URL
     python3 scripts/check-consumer.py --keep          # leave the folder for a look
-    python3 scripts/check-consumer.py --folder DIR    # build in DIR (outside the repository), kept
-    python3 scripts/check-consumer.py --folder DIR --no-build --run URL   # run what DIR holds
-
-CI builds with `--folder` in the background, at the lowest CPU priority, beside the PostgreSQL
-fault suites (which mostly wait), then runs the built service with `--no-build --run`.
 
 What it reads, from
 `Postgres/Sources/DelayedPreemptiveDispatchPostgres/DelayedPreemptiveDispatchPostgres.docc/GettingStarted.md`:
@@ -176,32 +171,19 @@ def run_service(folder: Path, server_url: str, sql: str) -> None:
 
 def main() -> int:
     arguments = sys.argv[1:]
-    keep = "--keep" in arguments or "--folder" in arguments
-    build = "--no-build" not in arguments
+    keep = "--keep" in arguments
     server_url = arguments[arguments.index("--run") + 1] if "--run" in arguments else None
-    chosen = arguments[arguments.index("--folder") + 1] if "--folder" in arguments else None
-    if not build and chosen is None:
-        sys.exit("error: --no-build runs what an earlier --folder DIR built; give --folder DIR")
     commands, files = blocks(ARTICLE.read_text(encoding="utf-8"))
     if not commands or "Package.swift" not in files or len(files) < 2:
         sys.exit(f"error: {ARTICLE.name} lost its consumer markers (commands, Package.swift, a source)")
     sql = blocks(TRIGGER_ARTICLE.read_text(encoding="utf-8"))[1].get("sql")
     if not sql or "dpd_delay" not in sql:
         sys.exit(f"error: {TRIGGER_ARTICLE.name} lost its consumer marker (the trigger's sql block)")
-    folder = Path(chosen).resolve() if chosen else Path(tempfile.mkdtemp(prefix="dpd-consumer-"))
-    if ROOT in folder.parents or folder == ROOT:
+    folder = Path(tempfile.mkdtemp(prefix="dpd-consumer-"))
+    if ROOT in folder.parents:
         sys.exit(f"error: {folder} is inside the repository; set TMPDIR elsewhere")
     try:
         service = folder / "ReindexService"
-        if not build:
-            if not (service / ".build" / "debug" / "ReindexService").exists():
-                sys.exit(f"error: {folder} holds no built service; build it with --folder first")
-            if server_url:
-                run_service(service, server_url, sql)
-            return 0
-        folder.mkdir(parents=True, exist_ok=True)
-        if any(folder.iterdir()):
-            sys.exit(f"error: {folder} is not empty; the build starts from nothing")
         service.mkdir()
         run(["git", "init", "-q"], service)
         run(["git", "config", "user.email", "ci@localhost"], service)
