@@ -32,8 +32,11 @@ struct AdapterRealTimeTests {
     let detector = PanSettleDetector(settleDelay: .milliseconds(150)) { settles.append(clock.now) }
     detector.panDidBegin()
     detector.panDidStop()
-    detector.panDidStop()
+    // Read before the last event, not after: the detector reads its clock inside the call, and
+    // a thread preempted between that reading and a reading after the call would make a
+    // settle on time look early (a loaded CI run saw 9 ms of it, under ThreadSanitizer).
     let lastStop = clock.now
+    detector.panDidStop()
     await settles.waitUntilCount(1)
     #expect(settles.all.count == 1)
     #expect(settles.all[0] >= lastStop + .milliseconds(150))
@@ -44,8 +47,10 @@ struct AdapterRealTimeTests {
     let clock = ContinuousClock()
     let signal = AllResourcesLoadedSignal(quietPeriod: .milliseconds(150))
     signal.resourceDidLoad()
-    signal.resourceDidLoad()
+    // Read before the last load, as `lastStop` above: a CI run under ThreadSanitizer saw a
+    // signal on time 141 ms after a reading taken once the call had returned.
     let lastLoad = clock.now
+    signal.resourceDidLoad()
     let count = await signal.allLoaded()
     let signalled = clock.now
     #expect(count == 2)
