@@ -4,7 +4,9 @@
 #
 #   scripts/postgres-instructions.sh [--batch N] [--hot] BENCH...
 #   scripts/postgres-instructions.sh --write-floor BENCH
+#   scripts/postgres-instructions.sh [--batch N] --drain [--claims-only] BENCH...
 #   DPD_INSTRUCTIONS_SQL=FILE scripts/postgres-instructions.sh ... BENCH
+#   DPD_INSTRUCTIONS_KEEP=DIR scripts/postgres-instructions.sh ... BENCH   # keeps the profiles
 #
 # BENCH is a dpd-postgres-bench binary (a release build; an older commit's build compares that
 # commit's statement with today's). For each one: a fresh server (scripts/postgres.sh), the
@@ -24,15 +26,32 @@
 # --write-floor measures, the same way, the bench's write floor instead: the plainest write of
 # a submission's row (a one-row INSERT with no rule into a copy of `dpd_bursts` with its indexes
 # and rows; see dpd-postgres-bench), the least that any submission keeping its row there costs.
+#
+# --drain counts a drained run instead: the server's instructions per row claimed and ended, for
+# the package's statements (`dpd_claim`, called as the worker calls it, then the end of successful
+# runs, `SucceededStatement`) and for the drain floor's (DrainFloor: a plain claim of due rows and
+# a DELETE of them), in batches of 32 rows as the bench's drain claims them (--batch N: N rows).
+# On top of the starting table: 10^5 due rows to claim for each side, and 10^5 rows already
+# claimed to end (their claims are md5(key), so that the input can name them). A backend claims
+# R batches, then ends R batches of other rows (R = 300, then 900), all prepared once, each
+# statement's rows counted in the server rather than returned (a single-user backend prints them
+# in a verbose form that costs more than the statement); the figure is (I(900) - I(300)) / 600 / N
+# per row. --claims-only leaves the ends out, which splits the
+# figure into its claim and its end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-batch=1
+batch=
 write_floor=0
 hot=0
+drain=0
+claims_only=0
 if [[ "${1:-}" == "--batch" ]]; then batch="$2"; shift 2; fi
 if [[ "${1:-}" == "--hot" ]]; then hot=1; shift; fi
 if [[ "${1:-}" == "--write-floor" ]]; then write_floor=1; shift; fi
+if [[ "${1:-}" == "--drain" ]]; then drain=1; shift; fi
+if [[ $drain -eq 1 && "${1:-}" == "--claims-only" ]]; then claims_only=1; shift; fi
+if [[ $drain -eq 1 ]]; then batch=${batch:-32}; else batch=${batch:-1}; fi
 if [[ $write_floor -eq 1 && $batch -ne 1 ]]; then
   echo "$0: --write-floor measures one row per transaction: no --batch" >&2; exit 2
 fi
@@ -43,10 +62,119 @@ work=$(mktemp -d)
 export DPD_POSTGRES_STATE="$work/server.state"
 trap 'scripts/postgres.sh stop >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
+# Runs $1 (SQL for a single-user backend) under callgrind on a fresh copy of the stopped
+# server's data directory; prints the instructions counted. DIR and BIN come from the state file.
+# With DPD_INSTRUCTIONS_KEEP set to a directory, the profile and the input are kept there, named
+# after $2, for callgrind_annotate.
+callgrind_total() {
+  rm -rf "$work/data"
+  cp -a "$DIR/data" "$work/data"
+  chown -R postgres "$work"
+  runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
+    "$BIN/postgres" --single -j -c fsync=off -c synchronous_commit="${synchronous_commit:-off}" \
+    -D "$work/data" dpd <"$1" >"$work/backend.log" 2>&1
+  if grep -q "ERROR" "$work/backend.log"; then
+    grep -m3 "ERROR" "$work/backend.log" >&2
+    exit 1
+  fi
+  if [[ -n "${DPD_INSTRUCTIONS_KEEP:-}" ]]; then
+    cp "$work/callgrind.out" "$DPD_INSTRUCTIONS_KEEP/callgrind.$2.out"
+    cp "$1" "$DPD_INSTRUCTIONS_KEEP/input.$2.sql"
+  fi
+  sed -n 's/^summary: //p' "$work/callgrind.out"
+}
+
+# --drain: the rows of both sides (see the top of this file), then the counts.
+count_drain() {
+  local bench=$1
+  psql -q -v ON_ERROR_STOP=1 "$url" >/dev/null <<'SQL'
+INSERT INTO dpd_bursts (name, key, value, deadline, due_at, first_submitted)
+SELECT q.name, q.prefix || i, '"x"'::jsonb, d.t, d.t, d.t
+FROM generate_series(1, 100000) AS i, (SELECT clock_timestamp() - interval '1 minute' AS t) AS d,
+  (VALUES ('bench-drain', 'd'), ('bench-end', 'e'), ('floor-drain', 'd'), ('floor-end', 'e'))
+    AS q(name, prefix);
+UPDATE dpd_bursts SET claim = md5(key)::uuid, owner = 'bench', claimed_generation = generation,
+  fence = nextval('dpd_fence'), attempts = 1, last_start = clock_timestamp(),
+  due_at = clock_timestamp() + interval '1 day'
+WHERE name IN ('bench-end', 'floor-end');
+VACUUM ANALYZE dpd_bursts;
+SQL
+  "$bench" --statement succeeded >"$work/succeeded.sql"
+  "$bench" --statement floor-claim >"$work/floor-claim.sql"
+  "$bench" --statement floor-end >"$work/floor-end.sql"
+  # shellcheck disable=SC1090
+  source "$DPD_POSTGRES_STATE"   # BIN, DIR
+  scripts/postgres.sh down >/dev/null
+  # A commit's WAL flushed at once: a single-user backend has no WAL writer, and until its commit
+  # is flushed, no scan may set a row's hint bits or mark the index entries of the rows it ended
+  # as dead. Every claim would then walk all the rows claimed before it (9.3 of 12.9 billion
+  # instructions in a trial of 900 claims); in the running server the WAL writer flushes every
+  # 200 ms. With fsync off, a flush is a write, no wait.
+  local synchronous_commit=on
+  local side runs
+  for side in package floor; do
+    declare -A total=()
+    for runs in 300 900; do
+      python3 - "$work" "$side" "$runs" "$claims_only" "$batch" >"$work/input.sql" <<'PY'
+import hashlib, sys, uuid
+work, side, runs, claims_only = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+batch = int(sys.argv[5])
+def counted(sql):
+    # The statement's rows counted instead of returned: a single-user backend prints every row
+    # it returns (with each column's type), which would cost more than the statement itself. A
+    # statement with a WITH clause gets its main query (the first SELECT after a closing
+    # parenthesis at depth 0) as one more query of that clause.
+    if not sql.startswith("WITH"):
+        return f"WITH answer AS ({sql}) SELECT count(*) FROM answer"
+    depth = 0
+    for index, char in enumerate(sql):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == ")" and depth == 0 and sql[index + 1:].lstrip().startswith("SELECT"):
+            main = sql[index + 1:].lstrip()
+            return f"{sql[:index + 1]}, answer AS ({main}) SELECT count(*) FROM answer"
+    sys.exit("postgres-instructions.sh: no main query found in a WITH statement")
+def text(name):
+    return counted(open(f"{work}/{name}.sql").read().strip().rstrip(";"))
+if side == "package":
+    print("PREPARE claim(text, int8, text, float8, int8, float8) AS "
+          + counted("SELECT * FROM dpd_claim($1, $2, $3, $4, $5, $6)") + ";\n")
+    print("PREPARE ended(text, text[], uuid[], float8, float8[]) AS " + text("succeeded") + ";\n")
+    claim = f"EXECUTE claim('bench-drain', {batch}, 'bench-owner', 30000, 5, 0);\n"
+    end = "EXECUTE ended('bench-end', {keys}, {claims}, 0, array_fill(-1::float8, ARRAY[%d]));\n" % batch
+else:
+    print("PREPARE claim(text, int8) AS " + text("floor-claim") + ";\n")
+    print("PREPARE ended(text, text[], uuid[]) AS " + text("floor-end") + ";\n")
+    claim = f"EXECUTE claim('floor-drain', {batch});\n"
+    end = "EXECUTE ended('floor-end', {keys}, {claims});\n"
+for index in range(runs):
+    print(claim)
+if not claims_only:
+    for index in range(runs):
+        keys = [f"e{index * batch + i + 1}" for i in range(batch)]
+        claims = [str(uuid.UUID(hashlib.md5(key.encode()).hexdigest())) for key in keys]
+        print(end.format(
+            keys="ARRAY[%s]::text[]" % ", ".join(f"'{k}'" for k in keys),
+            claims="ARRAY[%s]::uuid[]" % ", ".join(f"'{c}'" for c in claims)))
+PY
+      total[$runs]=$(callgrind_total "$work/input.sql" "drain-$side-$runs")
+    done
+    local what="server instructions per drained row (claimed and ended, $batch a batch), $side"
+    [[ $claims_only -eq 0 ]] || what="server instructions per claimed row ($batch a claim), $side"
+    [[ $side == package ]] || what="$what (the statements of the drain floor)"
+    python3 -c 'import sys; print("%s: %.0f %s" % (sys.argv[1], (int(sys.argv[3]) - int(sys.argv[2])) / 600 / int(sys.argv[4]), sys.argv[5]))' \
+      "$bench" "${total[300]}" "${total[900]}" "$batch" "$what"
+  done
+  scripts/postgres.sh up >/dev/null
+}
+
 for bench in "$@"; do
   scripts/postgres.sh stop >/dev/null 2>&1 || true
   url=$(scripts/postgres.sh start)
   DPD_POSTGRES_URL="$url" DPD_BENCH_PARTS=none "$bench" >/dev/null
+  if [[ $drain -eq 1 ]]; then
+    count_drain "$bench"
+    continue
+  fi
   if [[ $write_floor -eq 1 ]]; then
     "$bench" --write-floor-sql |
       PGOPTIONS="-c client_min_messages=warning" psql -q -v ON_ERROR_STOP=1 "$url" >/dev/null
@@ -62,8 +190,6 @@ for bench in "$@"; do
   scripts/postgres.sh down >/dev/null
   declare -A total=()
   for runs in 300 900; do
-    rm -rf "$work/data"
-    cp -a "$DIR/data" "$work/data"
     python3 - "$work/statement.sql" "$runs" "$batch" "$hot" >"$work/input.sql" <<'PY'
 import sys
 statement = open(sys.argv[1]).read().strip().rstrip(";")
@@ -82,15 +208,7 @@ print("PREPARE submit(bigint) AS " + statement.replace(":k", "$1") + ";\n")
 for index in range(runs):
     print(f"EXECUTE submit({1_000_000 + (index % 100 if hot else index)});\n")
 PY
-    chown -R postgres "$work"
-    runuser -u postgres -- valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
-      "$BIN/postgres" --single -j -c fsync=off -c synchronous_commit=off -D "$work/data" dpd \
-      <"$work/input.sql" >"$work/backend.log" 2>&1
-    if grep -q "ERROR" "$work/backend.log"; then
-      grep -m3 "ERROR" "$work/backend.log" >&2
-      exit 1
-    fi
-    total[$runs]=$(sed -n 's/^summary: //p' "$work/callgrind.out")
+    total[$runs]=$(callgrind_total "$work/input.sql" "submit-$runs")
   done
   what="server instructions per submission (batches of $batch)"
   [[ $hot -eq 0 ]] || what="$what, to 100 keys in turn"

@@ -62,10 +62,13 @@ if arguments.first == "--pgbench-script", arguments.count == 2 {
   print(BenchmarkStatements.pgbenchScript(name: arguments[1]), terminator: "")
   exit(0)
 }
-// The drain's statements as the package sends them, for a profile of the server's side (EXPLAIN,
-// or callgrind on a backend).
+// The drain's statements as the package sends them, and the drain floor's, for a profile of the
+// server's side (EXPLAIN, or callgrind on a backend: scripts/postgres-instructions.sh --drain).
 if arguments.first == "--statement", arguments.count == 2,
-  let text = ["claim": StatementText.claim, "succeeded": StatementText.succeeded][arguments[1]]
+  let text = [
+    "claim": StatementText.claim, "succeeded": StatementText.succeeded,
+    "floor-claim": DrainFloor.Claim.sql, "floor-end": DrainFloor.End.sql,
+  ][arguments[1]]
 {
   print(text)
   exit(0)

@@ -361,8 +361,8 @@ package enum StatementText {
   /// ``DelayStatement/bindingDataTypes``.
   package static var delay: String { DelayStatement.sql }
   /// ``ClaimStatement/body``, the SQL of `dpd_claim`: `$1` to `$6` are its bindings, in the order of
-  /// ``ClaimStatement/bindingDataTypes`` (name, limit, owner, lease and spacing in milliseconds,
-  /// `maxAttempts`).
+  /// ``ClaimStatement/bindingDataTypes`` (name, limit, owner, the lease in milliseconds,
+  /// `maxAttempts`, the spacing in milliseconds).
   package static var claim: String { ClaimStatement.body }
   /// ``SucceededStatement/sql``, the end of successful runs, a batch per statement.
   package static var succeeded: String { SucceededStatement.sql }
