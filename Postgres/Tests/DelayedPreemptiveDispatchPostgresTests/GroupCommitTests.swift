@@ -52,6 +52,14 @@ import Testing
     }
   }
 
+  /// A caller's `submit`, in a task of its own.
+  func submitting(
+    _ entry: Entry, deadline: ContinuousClock.Instant? = nil, to commit: GroupCommit<Writer>,
+    through writer: Writer
+  ) -> Task<Int, any Error> {
+    Task { try await commit.submit(entry, deadline: deadline, writer: writer) }
+  }
+
   struct Writer: GroupCommitWriter {
     typealias Output = Int
     let record: Record
@@ -118,19 +126,14 @@ import Testing
     let writer = Writer(record: record)
     record.gate.close()
     // Two entries take the two writers and hold them.
-    let first = Task {
-      try await commit.submit(Entry(key: "a", number: 0), deadline: nil, writer: writer)
-    }
-    let second = Task {
-      try await commit.submit(Entry(key: "b", number: 1), deadline: nil, writer: writer)
-    }
+    let first = submitting(Entry(key: "a", number: 0), to: commit, through: writer)
+    let second = submitting(Entry(key: "b", number: 1), to: commit, through: writer)
     #expect(await eventually { record.state.withLock(\.inFlight) == 2 })
     // Then, in this order: a, a, c, nil, b, c, nil, d, e (the batch's bound is 4).
     let keys: [String?] = ["a", "a", "c", nil, "b", "c", nil, "d", "e"]
     var waiting: [Task<Int, any Error>] = []
     for (index, key) in keys.enumerated() {
-      let entry = Entry(key: key, number: index + 2)
-      waiting.append(Task { try await commit.submit(entry, deadline: nil, writer: writer) })
+      waiting.append(submitting(Entry(key: key, number: index + 2), to: commit, through: writer))
       // Each call joins the waiting list before the next one.
       #expect(await eventually { commit.waitingCount == index + 1 })
     }
@@ -166,17 +169,12 @@ import Testing
     let commit = GroupCommit<Writer>(maximumWriters: 1, maximumBatch: 10)
     let writer = Writer(record: record)
     record.gate.close()
-    let holder = Task {
-      try await commit.submit(Entry(key: "a", number: 0), deadline: nil, writer: writer)
-    }
+    let holder = submitting(Entry(key: "a", number: 0), to: commit, through: writer)
     #expect(await eventually { record.state.withLock(\.inFlight) == 1 })
-    let late = Task {
-      try await commit.submit(Entry(key: "b", number: 1), deadline: .now, writer: writer)
-    }
+    let late = submitting(
+      Entry(key: "b", number: 1), deadline: .now, to: commit, through: writer)
     #expect(await eventually { commit.waitingCount == 1 })
-    let patient = Task {
-      try await commit.submit(Entry(key: "c", number: 2), deadline: nil, writer: writer)
-    }
+    let patient = submitting(Entry(key: "c", number: 2), to: commit, through: writer)
     #expect(await eventually { commit.waitingCount == 2 })
     record.gate.open()
     #expect(try await holder.value == 0)
