@@ -36,8 +36,8 @@
 # R batches, then ends R batches of other rows (R = 300, then 900), all prepared once, each
 # statement's rows counted in the server rather than returned (a single-user backend prints them
 # in a verbose form that costs more than the statement); the figure is (I(900) - I(300)) / 600 / N
-# per row. --claims-only leaves the ends out, which splits the
-# figure into its claim and its end.
+# per row. --claims-only leaves the ends out, which splits the figure into its claim and its end.
+# 900 batches must fit in the 10^5 rows of each side: N is at most 111.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,6 +52,10 @@ if [[ "${1:-}" == "--write-floor" ]]; then write_floor=1; shift; fi
 if [[ "${1:-}" == "--drain" ]]; then drain=1; shift; fi
 if [[ $drain -eq 1 && "${1:-}" == "--claims-only" ]]; then claims_only=1; shift; fi
 if [[ $drain -eq 1 ]]; then batch=${batch:-32}; else batch=${batch:-1}; fi
+if [[ $drain -eq 1 && ( $batch -lt 1 || $batch -gt 111 ) ]]; then
+  echo "$0: --drain claims 900 batches of --batch rows from 10^5: --batch must be 1 to 111" >&2
+  exit 2
+fi
 if [[ $write_floor -eq 1 && $batch -ne 1 ]]; then
   echo "$0: --write-floor measures one row per transaction: no --batch" >&2; exit 2
 fi
