@@ -140,6 +140,13 @@ def section(runs):
     lines.append(
         f"| `delay`, 1 producer ≥ 0.8× the client floor from 1 producer | "
         f"{cell(to_floor, 2, '×')} | {verdict(to_floor, lambda r: r >= 0.8)} |")
+    to_cheapest = ratios(runs, value_of(OURS, "submit", mix="distinct", producers=1),
+                         value_of(OURS, "cheapest-floor", producers=1))
+    if to_cheapest:
+        lines.append(
+            f"| (beside it: `delay`, 1 producer, to the cheapest client floor, a prepared "
+            f"`SELECT 1` on a connection held outside the pool) | {cell(to_cheapest, 2, '×')} | "
+            f"no target: the least a call through postgres-nio costs, see issue 42's item 5 |")
     to_statement = ratios(runs, value_of(OURS, "submit", mix="distinct", producers=1),
                           value_of(OURS, "statement-floor", producers=1))
     if to_statement:
@@ -221,6 +228,13 @@ def section(runs):
         "Client floor, producers each sending `SELECT 1` through `PostgresClient` one after "
         "another: " + per_producers(floors) + ".",
     ]
+    cheapest = values(runs, OURS, "cheapest-floor", producers=1)
+    if cheapest:
+        lines += [
+            "",
+            "Cheapest client floor, 1 producer sending a prepared `SELECT 1` on a connection "
+            f"held outside the pool (`PostgresConnection.execute`): {cell(cheapest)} /s.",
+        ]
     if any(statement_floors.values()):
         lines += [
             "",
@@ -295,7 +309,8 @@ def section(runs):
                                                           "transaction", "drain-floor",
                                                           "drain-first-tenth", "drain-last-tenth",
                                                           "drain-server-cpu", "drain-worker-cpu",
-                                                          "drain-floor-server-cpu")})
+                                                          "drain-floor-server-cpu",
+                                                          "cheapest-floor", "single")})
         for figure in figures:
             samples = values(runs, contender, figure)
             entry = next(entry for run in runs for entry in run

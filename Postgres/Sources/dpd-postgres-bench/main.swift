@@ -13,7 +13,9 @@
 //    database's work for one submission adds to the client's round trip; and the write floor:
 //    the same producers sending the plainest write of a submission's row, a prepared one-row
 //    INSERT into `bench_write_floor` (a copy of `dpd_bursts` with its indexes and rows), without
-//    any rule: the least that any submission that keeps its row in this table costs.
+//    any rule: the least that any submission that keeps its row in this table costs; and the
+//    cheapest client floor: 1 producer sending a prepared `SELECT 1` on a connection held
+//    outside the pool (SingleCall), the least a call through postgres-nio costs.
 // 1. submit: `delay` from 1, 8, 64 and 256 concurrent producers, each awaiting its calls one
 //    after another for a fixed time; distinct keys, and a hot mix (every tenth call goes to one
 //    of 100 hot keys, the rest are distinct).
@@ -26,6 +28,8 @@
 //    queue and while 64 producers submit.
 // 4. transaction: one producer, each call a transaction of one submission
 //    (`PostgresClient.withTransaction`): `delay(on:)` against the same statement sent by hand.
+// 5. single (only when DPD_BENCH_PARTS names it): one producer's `delay` beside five ways of
+//    sending `SELECT 1`, interleaved over 5 rounds (SingleCall).
 // scripts/postgres-bench.sh runs this on a fresh server, then pgbench with `delay`'s statement
 // and the peers, three times.
 import DelayedPreemptiveDispatchPostgres
@@ -197,6 +201,16 @@ if parts.contains("floor") {
     progress(String(format: "client floor %d producers: %.0f/s", producers, floor))
     emit(Figure(figure: "floor", producers: producers, value: floor, unit: "/s"))
   }
+  let cheapest = try await SingleCall.heldConnection(configuration)
+  let cheapestFloor = try await rate(producers: 1) { _, _ in
+    try await SingleCall.run(.heldPrepared, client: client, connection: cheapest)
+  }
+  try await cheapest.close().get()
+  progress(String(format: "cheapest client floor 1 producer: %.0f/s", cheapestFloor))
+  emit(
+    Figure(
+      figure: "cheapest-floor", producers: 1, value: cheapestFloor, unit: "/s",
+      note: SingleCall.Way.heldPrepared.note))
   for producers in [1, 8] {
     let floor = try await rate(producers: producers) { producer, index in
       try await submitByHand(HandSentSubmission(key: "s\(producer)-\(index)"))
@@ -224,6 +238,48 @@ if parts.contains("floor") {
         note: "a prepared one-row INSERT into a copy of dpd_bursts, no rule"))
     _ = try await client.query("DROP TABLE bench_write_floor")
   }
+}
+
+// 5. single: one producer's `delay` beside the ways of sending `SELECT 1` (SingleCall), one
+// point of each in every round, 5 rounds, so that the machine's drift reaches every way alike.
+// Not one of the default parts: its figures are for BENCHMARKS.md's account of item 5 of
+// issue 42, the report's floors are part 0.
+if parts.contains("single") {
+  let held = try await SingleCall.heldConnection(configuration)
+  let singleQueue = queue("bench-single")
+  for round in 1...5 {
+    for way in SingleCall.Way.allCases {
+      let value = try await rate(producers: 1) { _, index in
+        switch way {
+        case .delay:
+          try await singleQueue.delay("r\(round)-\(index)", for: .seconds(3600), value: 1)
+        default: try await SingleCall.run(way, client: client, connection: held)
+        }
+      }
+      progress(String(format: "single round %d, %@: %.0f/s", round, way.rawValue, value))
+      emit(
+        Figure(
+          figure: "single", mix: way.rawValue, producers: 1, value: value, unit: "/s",
+          samples: round, note: way.note))
+    }
+    // The inline way: the same call as `pool`, from this task itself instead of a child.
+    let start = ContinuousClock.now
+    let end = start + .seconds(pointSeconds)
+    var calls = 0
+    while ContinuousClock.now < end {
+      try await client.query("SELECT 1")
+      calls += 1
+    }
+    let inline = Double(calls) / seconds(ContinuousClock.now - start)
+    progress(String(format: "single round %d, pool-inline: %.0f/s", round, inline))
+    emit(
+      Figure(
+        figure: "single", mix: "pool-inline", producers: 1, value: inline, unit: "/s",
+        samples: round,
+        note: "as pool, from the bench's top-level task, not a child task of a group"))
+    try await reset()
+  }
+  try await held.close().get()
 }
 
 // 1. submissions
