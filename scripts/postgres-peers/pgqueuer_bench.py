@@ -350,7 +350,8 @@ async def drain(url: str, args: argparse.Namespace) -> tuple[float, int, float]:
             log(f"enqueueing {args.drain_jobs} jobs due now")
             await enqueue_drain_jobs(connection, args.drain_jobs, None)
             await check_queued(connection, args.drain_jobs)
-            await connection.execute("ANALYZE pgqueuer")
+            if args.drain_statistics == "analyze":
+                await connection.execute("ANALYZE pgqueuer")
             started = time.perf_counter()
             workers = Workers(args.drain_workers, args.drain_batch_size, args.drain_max_concurrent)
         else:
@@ -370,7 +371,9 @@ async def drain(url: str, args: argparse.Namespace) -> tuple[float, int, float]:
             await check_queued(connection, args.drain_jobs)
             # The same conditions as the package's drain, whose bench takes statistics of its
             # table once the rows are in: the planner then knows the queue's size.
-            await connection.execute("ANALYZE pgqueuer")
+            # `--drain-statistics none` leaves them to autovacuum, as before issue 42.
+            if args.drain_statistics == "analyze":
+                await connection.execute("ANALYZE pgqueuer")
             if time.time() > due_at - 0.1:
                 raise BenchError("enqueueing the drain jobs took longer than planned")
             workers.check_alive()
@@ -383,6 +386,22 @@ async def drain(url: str, args: argparse.Namespace) -> tuple[float, int, float]:
             workers.check_alive()
             await asyncio.sleep(0.05)
         elapsed = time.perf_counter() - started
+        # When the table's statistics were last taken, against the due instant (both read on
+        # the server's clock): a plan made on the statistics of an empty table is the slow one.
+        taken = await connection.fetchrow(
+            "SELECT extract(epoch FROM clock_timestamp() - last_analyze)::float8 AS analyze_ago,"
+            " extract(epoch FROM clock_timestamp() - last_autoanalyze)::float8"
+            " AS autoanalyze_ago, autoanalyze_count"
+            " FROM pg_stat_user_tables WHERE relname = 'pgqueuer'"
+        )
+        since_due = time.perf_counter() - started
+        if taken is not None:
+            def before_due(ago):
+                # positive: before the due instant T; negative: during the drain
+                return "never" if ago is None else f"{ago - since_due:+.1f} s before T"
+            log(f"statistics of pgqueuer: ANALYZE {before_due(taken['analyze_ago'])},"
+                f" autoanalyze {before_due(taken['autoanalyze_ago'])}"
+                f" ({taken['autoanalyze_count']} in all); drain {elapsed:.2f} s")
         ran = workers.stop()
         workers = None
         successful = await connection.fetchval(
@@ -425,6 +444,9 @@ def parse_arguments() -> argparse.Namespace:
                              " package's workers in scripts/postgres-bench.sh; 0: unlimited,"
                              " pgqueuer's default)")
     parser.add_argument("--drain-start", choices=("warm", "cold"), default="warm")
+    parser.add_argument("--drain-statistics", choices=("analyze", "none"), default="analyze",
+                        help="analyze: ANALYZE the queue table once the jobs are in (default,"
+                             " as the package's drain); none: leave it to autovacuum")
     parser.add_argument("--drain-timeout", type=float, default=180.0)
     parser.add_argument("--skip-submit", action="store_true")
     parser.add_argument("--skip-drain", action="store_true")
@@ -477,9 +499,10 @@ async def bench(args: argparse.Namespace) -> None:
         cap = (f"max_concurrent_tasks {args.drain_max_concurrent}" if args.drain_max_concurrent
                else "max_concurrent_tasks unlimited (pgqueuer's default)")
         if args.drain_start == "warm":
-            timing = ("workers started and idle first; all jobs due at one instant T, ANALYZE"
-                      " before it; clock from T until no job is left in the queue table (EXISTS"
-                      " every 50 ms)")
+            analyzed = ("ANALYZE before it" if args.drain_statistics == "analyze"
+                        else "statistics left to autovacuum")
+            timing = (f"workers started and idle first; all jobs due at one instant T, {analyzed};"
+                      " clock from T until no job is left in the queue table (EXISTS every 50 ms)")
         else:
             timing = ("jobs due before the workers exist; clock from spawning the processes"
                       " (start-up included) until no job is left (EXISTS every 50 ms)")
