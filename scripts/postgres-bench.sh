@@ -8,7 +8,7 @@
 #
 # Each run records the load average at its start, then measures, one after another on the same
 # server:
-#   - ours: dpd-postgres-bench (release build): the client, statement and write floors,
+#   - ours: dpd-postgres-bench (release build): the client, cheapest, statement and write floors,
 #     `delay` from 1/8/64/256 producers (distinct keys and a hot mix), the drain of 10^5 and of
 #     10^6 due keys by 3 worker processes (with the rates of their first and last tenths) and
 #     the drain floor before each (3 connections claiming and ending the same rows by hand),
