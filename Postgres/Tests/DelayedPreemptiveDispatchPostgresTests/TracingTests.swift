@@ -250,7 +250,9 @@ struct PostgresTracingTests {
 
   /// A row that holds several bursts of its key: each burst's run links to its own submissions
   /// and counts them. Three bursts after `maxSubmissions: 4` (4, 4 and 2 submissions), then a
-  /// burst submitted during a run, which runs after it.
+  /// burst submitted during a run, which runs after it. The submissions' delay is a minute, so
+  /// that a loaded machine cannot end a burst between two of them (a burst that is due ends,
+  /// T7); `flush` makes the last burst of each group due instead of the delay.
   @Test func eachBurstOfARowLinksToItsOwnSubmissions() async throws {
     let tracer = InMemoryTracer()
     let release = Latch()
@@ -263,13 +265,13 @@ struct PostgresTracingTests {
         for _ in 1...count {
           submitters.append(
             try await tracer.withSpan("request \(submitters.count + 1)") { span in
-              // Time to join on a loaded machine: a burst that is due ends (T7).
-              try await queue.delay(Self.key, for: .seconds(3), value: Self.value)
+              try await queue.delay(Self.key, for: .seconds(60), value: Self.value)
               return span.spanContext
             })
         }
       }
       try await submit(10)
+      #expect(try await queue.flush(Self.key))
       try await Self.withWorker(
         queue,
         handler: { _ in
@@ -284,6 +286,7 @@ struct PostgresTracingTests {
       ) { () async throws in
         #expect(try await TestDatabase.eventually { started.withLock { $0 } == 3 })
         try await submit(2)
+        #expect(try await queue.flush(Self.key))
         release.open()
         #expect(try await queue.drains(within: .seconds(30)))
         #expect(try await TestDatabase.eventually { Self.runSpans(tracer, queue).count == 4 })
