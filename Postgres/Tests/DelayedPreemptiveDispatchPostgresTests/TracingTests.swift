@@ -138,7 +138,9 @@ struct PostgresTracingTests {
     let tracer = InMemoryTracer()
     let metrics = TestMetrics()
     let firstStarted = Latch()
-    try await Self.withTracedQueue("takeover", tracer: tracer, lease: .seconds(1), metrics: metrics)
+    // A lease of 5 s: with 1 s, a loaded machine's claim was answered after its lease had run
+    // out, so attempt 1 never started (a late claim is not run) and the test waited for it.
+    try await Self.withTracedQueue("takeover", tracer: tracer, lease: .seconds(5), metrics: metrics)
     { queue, client in
       var submitters: [InMemorySpanContext] = []
       for request in 1...2 {
