@@ -1,4 +1,5 @@
 import DelayedPreemptiveDispatch
+import DelayedPreemptiveDispatchModel
 import Foundation
 import Logging
 import PostgresNIO
@@ -144,35 +145,40 @@ struct PostgresKeptFailureTests {
 
   /// A submission that arrives while a failed head waits for its retry starts a burst behind
   /// it: the failed head keeps its own value, and is kept with it once its attempts are spent.
-  @Test(arguments: [PostgresValueMerge.append, .replace])
-  func aSubmissionDuringTheRetryBackoffDoesNotJoinTheFailedHead(merge: PostgresValueMerge)
+  /// At a database time the test sets: the retry comes exactly after its backoff.
+  @Test(arguments: [ReferenceModel.Merge.append, .replace])
+  func aSubmissionDuringTheRetryBackoffDoesNotJoinTheFailedHead(merge: ReferenceModel.Merge)
     async throws
   {
-    try await Self.withQueue(
-      "kept-backoff", merge: merge, maxAttempts: 2, retryBackoff: .seconds(2)
-    ) { queue, _ in
-      let runs = Runs<[String]>()
-      try await queue.withWorker(
-        handler: { key, values in
-          await runs.add(key, values)
-          if values.contains("v1") { throw Refused() }
-        }
-      ) {
-        try await queue.delay("k", for: .zero, value: ["v1"])
-        // The first run threw and its end is recorded: the head waits for its retry.
-        #expect(
-          try await TestDatabase.eventually {
-            guard await runs.all.count == 1 else { return false }
-            guard try await queue.runningBursts().isEmpty else { return false }
-            return try await queue.isPending("k")
-          })
-        try await queue.delay("k", for: .zero, value: ["v2"])
-        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
-        #expect(try await queue.drains(within: .seconds(10)))
+    try await PostgresRuleTests.withStore("kept-backoff", merge: merge, maxAttempts: 2) {
+      store, queue, client in
+      let head = merge == .append ? #"["v1"]"# : #""v1""#
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "v1")])
+      let first = try #require(try await store.claim(maxAttempts: 2).first)
+      #expect(first.json == head)
+      #expect(try await store.fail(first, maxAttempts: 2, backoffMilliseconds: 2000) == .retried)
+      // The head waits for its retry, at 2000; a submission meanwhile starts a burst behind it.
+      try await store.setNow(100)
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "v2")])
+      #expect(try await store.readDue()[0]?.at == 2000)
+      try await store.setNow(1999)
+      #expect(try await store.claim(maxAttempts: 2).isEmpty)
+      try await store.setNow(2000)
+      let retry = try #require(try await store.claim(maxAttempts: 2).first)
+      #expect(retry.json == head && retry.attempt == 2)
+      #expect(try await store.fail(retry, maxAttempts: 2, backoffMilliseconds: 2000) == .kept)
+      let behind = try await store.claim(maxAttempts: 2)
+      #expect(behind.map(\.json) == [merge == .append ? #"["v2"]"# : #""v2""#])
+      #expect(try await store.succeed(behind) == 1)
+      #expect(try await queue.pendingCount() == 0)
+      // The kept failure, as stored: the head's own value, after 2 attempts.
+      let kept = try await client.query(
+        "SELECT value::text, attempts FROM dpd_failures WHERE name = \(queue.name)")
+      var failures: [(value: String, attempts: Int)] = []
+      for try await (value, attempts) in kept.decode((String, Int).self) {
+        failures.append((value, attempts))
       }
-      #expect(await runs.values("k") == [["v1"], ["v1"], ["v2"]])
-      let failure = try #require(try await queue.failures().first)
-      #expect(failure.value == ["v1"] && failure.attempts == 2)
+      #expect(failures.map(\.value) == [head] && failures.map(\.attempts) == [2])
     }
   }
 
@@ -207,31 +213,32 @@ struct PostgresKeptFailureTests {
   }
 
   /// A failure retried while its key's burst waits for its first run runs first, now, and the
-  /// waiting burst keeps its deadline and its submissions.
+  /// waiting burst keeps its deadline and its submissions. At a database time the test sets.
   @Test func aRetriedFailureRunsBeforeAWaitingBurstThatKeepsItsDeadline() async throws {
-    try await Self.withQueue("kept-before", maxAttempts: 1) { queue, _ in
-      let runs = Runs<[String]>()
-      let failing = Locked(true)
-      let handler: @Sendable (String, [String]) async throws -> Void = { key, values in
-        await runs.add(key, values)
-        if failing.withLock({ $0 }) { throw Refused() }
-      }
-      try await queue.withWorker(handler: handler) { () async throws in
-        try await queue.delay("k", for: .zero, value: ["old"])
-        #expect(try await TestDatabase.eventually { try await queue.failures().count == 1 })
-      }
-      failing.withLock { $0 = false }
-      try await queue.delay("k", for: .seconds(5), value: ["w1"])
-      let retried = ContinuousClock.now
-      try await queue.withWorker(handler: handler) { () async throws in
-        #expect(try await queue.retryFailure("k"))
-        try await queue.delay("k", for: .seconds(5), value: ["w2"])
-        #expect(try await TestDatabase.eventually { await runs.all.count == 2 })
-        #expect(ContinuousClock.now - retried < .seconds(5))
-        #expect(try await queue.isPending("k"))
-        #expect(try await queue.drains(within: .seconds(10)))
-      }
-      #expect(await runs.values("k") == [["old"], ["old"], ["w1", "w2"]])
+    try await PostgresRuleTests.withStore("kept-before", merge: .append, maxAttempts: 1) {
+      store, queue, _ in
+      try await store.submit([.init(key: 0, milliseconds: 0, value: "old")])
+      let old = try #require(try await store.claim(maxAttempts: 1).first)
+      #expect(try await store.fail(old, maxAttempts: 1, backoffMilliseconds: 20) == .kept)
+      try await store.setNow(100)
+      try await store.submit([.init(key: 0, milliseconds: 5000, value: "w1")])
+      try await store.setNow(200)
+      #expect(try await store.retryFailures(of: 0) == 1)
+      try await store.submit([.init(key: 0, milliseconds: 5000, value: "w2")])
+      // The retried failure is due now, before the burst (due at 5200 by w2's delay).
+      let retried = try await store.claim(maxAttempts: 1)
+      #expect(retried.map(\.json) == [#"["old"]"#])
+      #expect(try await store.succeed(retried) == 1)
+      #expect(try await queue.isPending("k0"))
+      #expect(try await store.readDue()[0]?.at == 5200)
+      try await store.setNow(5199)
+      #expect(try await store.claim(maxAttempts: 1).isEmpty)
+      try await store.setNow(5200)
+      let waiting = try await store.claim(maxAttempts: 1)
+      #expect(waiting.map(\.json) == [#"["w1", "w2"]"#])
+      #expect(try await store.succeed(waiting) == 1)
+      #expect(try await queue.pendingCount() == 0)
+      #expect(try await queue.failures().isEmpty)
     }
   }
 }

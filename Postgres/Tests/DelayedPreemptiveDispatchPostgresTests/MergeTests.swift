@@ -100,22 +100,22 @@ struct PostgresMergeTests {
     }
   }
 
-  /// With `.replace`, the same bursts run with the last value of each.
+  /// With `.replace`, the same bursts run with the last value of each. At a database time the
+  /// test sets, beside the reference model, a worker claiming after each submission.
   @Test func maxSubmissionsBoundsABurstWithReplaceToo() async throws {
-    try await Self.withQueue(
-      "max8r", of: String.self, merge: .replace, options: DelayOptions(maxSubmissions: 8)
-    ) { queue, _ in
-      // The deadline leaves the 20 calls time to join on a loaded machine: a burst that is due
-      // ends, and the next submission starts another (T7).
+    try await PostgresRuleTests.withStore(
+      "max8r", options: DelayOptions(maxSubmissions: 8), merge: .replace
+    ) { store, queue, _ in
       for index in 1...20 {
-        try await queue.delay("k", for: .seconds(3), value: "v\(index)")
+        try await store.expect(.delay(key: 0, milliseconds: 60_000, value: "v\(index)"))
       }
-      let runs = Runs<String>()
-      try await queue.withWorker(handler: { key, value in await runs.add(key, value) }) {
-        let drained = try await queue.drains(within: .seconds(10))
-        #expect(drained)
-      }
-      #expect(await runs.values("k") == ["v8", "v16", "v20"])
+      #expect(store.runs[0] == [.init(work: "v8", at: 0), .init(work: "v16", at: 0)])
+      try await store.expect(.advance(milliseconds: 59_999))
+      #expect(store.runs[0].count == 2)
+      try await store.expect(.advance(milliseconds: 1))
+      #expect(store.runs[0].map(\.work) == ["v8", "v16", "v20"])
+      #expect(store.runs[0].last?.at == 60_000)
+      #expect(try await queue.isPending("k0") == false)
     }
   }
 

@@ -304,6 +304,13 @@ extension StoreHarness {
         burst, maxAttempts: maxAttempts, backoffMilliseconds: backoffMilliseconds))
   }
 
+  /// `retryFailure` of `key`'s kept failures, now; returns how many it took.
+  func retryFailures(of key: Int) async throws -> Int {
+    let statement = RetryFailuresStatement(
+      name: name, selection: .key(Self.key(key)), minimumSpacingMilliseconds: spacing)
+    return try await connection.scalar(statement.query, as: Int.self, logger: Self.logger) ?? 0
+  }
+
   /// The releases of the claims of `owner` beyond `known`; returns their keys.
   func releaseUnknownClaims(owner: String, known: [UUID]) async throws -> [String] {
     try await connection.rows(
