@@ -4,7 +4,7 @@
 #
 #   scripts/postgres-instructions.sh [--batch N] [--hot] BENCH...
 #   scripts/postgres-instructions.sh --write-floor BENCH
-#   scripts/postgres-instructions.sh [--batch N] --drain [--claims-only] BENCH...
+#   scripts/postgres-instructions.sh [--batch N] --drain [--claims-only] [--before-issue-42] BENCH...
 #   DPD_INSTRUCTIONS_SQL=FILE scripts/postgres-instructions.sh ... BENCH
 #   DPD_INSTRUCTIONS_KEEP=DIR scripts/postgres-instructions.sh ... BENCH   # keeps the profiles
 #
@@ -38,6 +38,12 @@
 # in a verbose form that costs more than the statement); the figure is (I(900) - I(300)) / 600 / N
 # per row. --claims-only leaves the ends out, which splits the figure into its claim and its end.
 # 900 batches must fit in the 10^5 rows of each side: N is at most 111.
+#
+# --drain --before-issue-42 counts the package's side with its statements as they were before
+# issue 42 (commit 6437cdd): the claim sent as a prepared statement of its own, not through
+# `dpd_claim`, and joined to its locked rows by key alone; the end finding its rows again by key,
+# not by claim. They are made from the bench's statements by undoing those two changes, and the
+# script stops if the text to undo is no longer there.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -51,6 +57,8 @@ if [[ "${1:-}" == "--hot" ]]; then hot=1; shift; fi
 if [[ "${1:-}" == "--write-floor" ]]; then write_floor=1; shift; fi
 if [[ "${1:-}" == "--drain" ]]; then drain=1; shift; fi
 if [[ $drain -eq 1 && "${1:-}" == "--claims-only" ]]; then claims_only=1; shift; fi
+before=0
+if [[ $drain -eq 1 && "${1:-}" == "--before-issue-42" ]]; then before=1; shift; fi
 if [[ $drain -eq 1 ]]; then batch=${batch:-32}; else batch=${batch:-1}; fi
 if [[ $drain -eq 1 && ( $batch -lt 1 || $batch -gt 111 ) ]]; then
   echo "$0: --drain claims 900 batches of --batch rows from 10^5: --batch must be 1 to 111" >&2
@@ -104,6 +112,7 @@ WHERE name IN ('bench-end', 'floor-end');
 VACUUM ANALYZE dpd_bursts;
 SQL
   "$bench" --statement succeeded >"$work/succeeded.sql"
+  "$bench" --statement claim >"$work/claim.sql"
   "$bench" --statement floor-claim >"$work/floor-claim.sql"
   "$bench" --statement floor-end >"$work/floor-end.sql"
   # shellcheck disable=SC1090
@@ -119,30 +128,49 @@ SQL
   for side in package floor; do
     declare -A total=()
     for runs in 300 900; do
-      python3 - "$work" "$side" "$runs" "$claims_only" "$batch" >"$work/input.sql" <<'PY'
+      python3 - "$work" "$side" "$runs" "$claims_only" "$batch" "$before" \
+        >"$work/input.sql" <<'PY'
 import hashlib, sys, uuid
 work, side, runs, claims_only = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
-batch = int(sys.argv[5])
+batch, before = int(sys.argv[5]), sys.argv[6] == "1"
 def counted(sql):
     # The statement's rows counted instead of returned: a single-user backend prints every row
     # it returns (with each column's type), which would cost more than the statement itself. A
-    # statement with a WITH clause gets its main query (the first SELECT after a closing
-    # parenthesis at depth 0) as one more query of that clause.
+    # statement with a WITH clause gets its main query (the first SELECT or UPDATE after a
+    # closing parenthesis at depth 0) as one more query of that clause.
     if not sql.startswith("WITH"):
         return f"WITH answer AS ({sql}) SELECT count(*) FROM answer"
     depth = 0
     for index, char in enumerate(sql):
         depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == ")" and depth == 0 and sql[index + 1:].lstrip().startswith("SELECT"):
-            main = sql[index + 1:].lstrip()
-            return f"{sql[:index + 1]}, answer AS ({main}) SELECT count(*) FROM answer"
+        rest = sql[index + 1:].lstrip()
+        if char == ")" and depth == 0 and (rest.startswith("SELECT") or rest.startswith("UPDATE")):
+            return f"{sql[:index + 1]}, answer AS ({rest}) SELECT count(*) FROM answer"
     sys.exit("postgres-instructions.sh: no main query found in a WITH statement")
-def text(name):
-    return counted(open(f"{work}/{name}.sql").read().strip().rstrip(";"))
-if side == "package":
+def undone(sql, changes):
+    # The statement as it was before issue 42: each change undone, which must be found.
+    for now, then in changes:
+        if sql.count(now) != 1:
+            sys.exit(f"postgres-instructions.sh: --before-issue-42 finds {sql.count(now)} of {now!r}")
+        sql = sql.replace(now, then)
+    return sql
+def text(name, changes=()):
+    return counted(undone(open(f"{work}/{name}.sql").read().strip().rstrip(";"), changes))
+if side == "package" and before:
+    claim_then = [(
+        "WHERE b.name = $1 AND b.key = due.key AND b.key = ANY (ARRAY(SELECT due.key FROM due))",
+        "WHERE b.name = $1 AND b.key = due.key")]
+    end_then = [(f"b.claim = done.claim AND {c}", f"b.key = done.key AND {c}") for c in (
+        "done.finished AND NOT done.rests", "done.finished AND done.rests", "NOT done.finished")]
+    print("PREPARE claim(text, int8, text, float8, int8, float8) AS "
+          + text("claim", claim_then) + ";\n")
+    print("PREPARE ended(text, text[], uuid[], float8, float8[]) AS "
+          + text("succeeded", end_then) + ";\n")
+elif side == "package":
     print("PREPARE claim(text, int8, text, float8, int8, float8) AS "
           + counted("SELECT * FROM dpd_claim($1, $2, $3, $4, $5, $6)") + ";\n")
     print("PREPARE ended(text, text[], uuid[], float8, float8[]) AS " + text("succeeded") + ";\n")
+if side == "package":
     claim = f"EXECUTE claim('bench-drain', {batch}, 'bench-owner', 30000, 5, 0);\n"
     end = "EXECUTE ended('bench-end', {keys}, {claims}, 0, array_fill(-1::float8, ARRAY[%d]));\n" % batch
 else:
@@ -165,6 +193,7 @@ PY
     local what="server instructions per drained row (claimed and ended, $batch a batch), $side"
     [[ $claims_only -eq 0 ]] || what="server instructions per claimed row ($batch a claim), $side"
     [[ $side == package ]] || what="$what (the statements of the drain floor)"
+    [[ $side == floor || $before -eq 0 ]] || what="$what, its statements before issue 42"
     python3 -c 'import sys; print("%s: %.0f %s" % (sys.argv[1], (int(sys.argv[3]) - int(sys.argv[2])) / 600 / int(sys.argv[4]), sys.argv[5]))' \
       "$bench" "${total[300]}" "${total[900]}" "$batch" "$what"
   done
