@@ -193,10 +193,12 @@ struct PostgresFaultTests {
       try await queue.migrate()
       try await RunTable.create(client)
       let table = RunTable(client: client, name: queue.name)
-      // One burst of two submissions: not due at once, so that the second joins the first (a
-      // burst that is due takes no submission, T7).
-      try await queue.delay("k", for: .seconds(1), value: ["poison-1"])
-      try await queue.delay("k", for: .seconds(1), value: ["poison-2"])
+      // One burst of two submissions: not due for a minute, so that the second joins the first
+      // on a loaded machine too (a burst that is due takes no submission, T7); `flush` then
+      // makes it due.
+      try await queue.delay("k", for: .seconds(60), value: ["poison-1"])
+      try await queue.delay("k", for: .seconds(60), value: ["poison-2"])
+      #expect(try await queue.flush("k"))
       var deaths = 0
       /// The failure is kept and the burst behind it has run.
       @Sendable func settled() async throws -> Bool {

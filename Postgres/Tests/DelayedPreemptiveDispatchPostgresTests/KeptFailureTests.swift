@@ -53,9 +53,11 @@ struct PostgresKeptFailureTests {
           throw Refused()
         }
       ) {
-        // A second's delay, so that "a2" joins "a1" even when a call is slow on a loaded machine.
-        try await queue.delay("k", for: .seconds(1), value: ["a1"])
-        try await queue.delay("k", for: .seconds(1), value: ["a2"])
+        // A minute's delay, so that "a2" joins "a1" even when a call is slow on a loaded
+        // machine; `flush` then makes the burst due.
+        try await queue.delay("k", for: .seconds(60), value: ["a1"])
+        try await queue.delay("k", for: .seconds(60), value: ["a2"])
+        #expect(try await queue.flush("k"))
         #expect(try await TestDatabase.eventually { await runs.all.count == 1 })
         // Submitted during the head's first run: a burst of its own behind it.
         try await queue.delay("k", for: .zero, value: ["b1"])

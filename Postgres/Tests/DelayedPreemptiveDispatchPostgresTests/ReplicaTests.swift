@@ -180,9 +180,11 @@ struct PostgresReplicaTests {
       let table = RunTable(client: client, name: queue.name)
       let flags = ["--append", "--handler-ms", "2500", "--lease-ms", "3000"]
       let victim = try await Self.startWorkers(1, name: queue.name, flags)[0]
-      // One burst: the second call comes well within the first's deadline (T7).
-      try await queue.delay("t", for: .seconds(1), value: ["a"])
-      try await queue.delay("t", for: .seconds(1), value: ["b"])
+      // One burst: the second call comes well within the first's deadline (a minute, T7) on a
+      // loaded machine too; `flush` then makes it due.
+      try await queue.delay("t", for: .seconds(60), value: ["a"])
+      try await queue.delay("t", for: .seconds(60), value: ["b"])
+      #expect(try await queue.flush("t"))
       #expect(
         try await TestDatabase.eventually(within: .seconds(30)) {
           try await table.runs(finished: false) == 1

@@ -29,19 +29,21 @@ struct PostgresTracingTests {
     let fences = Locked<[Int64]>([])
     try await Self.withTracedQueue("trace", tracer: tracer) { queue, _ in
       // Three requests, each in a span of its own, and two submissions outside any span: those
-      // count, but have no context to link to. The deadline leaves the five calls time to join
-      // one burst on a loaded machine: a burst that is due ends (T7).
+      // count, but have no context to link to. The deadline (a minute) leaves the five calls
+      // time to join one burst on a loaded machine, where a burst that is due ends (T7); `flush`
+      // then makes it due.
       var submitters: [InMemorySpanContext] = []
       for request in 1...3 {
         submitters.append(
           try await tracer.withSpan("request \(request)", ofKind: .server) { span in
-            try await queue.delay(Self.key, for: .seconds(3), value: Self.value)
+            try await queue.delay(Self.key, for: .seconds(60), value: Self.value)
             return span.spanContext
           })
       }
       for _ in 1...2 {
-        try await queue.delay(Self.key, for: .seconds(3), value: Self.value)
+        try await queue.delay(Self.key, for: .seconds(60), value: Self.value)
       }
+      #expect(try await queue.flush(Self.key))
       let handler: @Sendable (PostgresBurstRun<String>) async throws -> Void = { run in
         fences.withLock { $0.append(run.fence) }
         // The run's span is current: the handler's own span is its child.
@@ -146,11 +148,14 @@ struct PostgresTracingTests {
       for request in 1...2 {
         submitters.append(
           try await tracer.withSpan("request \(request)") { span in
-            // Not due at once: the second submission joins the first's burst (T7).
-            try await queue.delay(Self.key, for: .seconds(2), value: Self.value)
+            // Not due for a minute: the second submission joins the first's burst (T7) on a
+            // loaded machine too (with 2 s, a slow call made them two bursts); `flush` then
+            // makes it due.
+            try await queue.delay(Self.key, for: .seconds(60), value: Self.value)
             return span.spanContext
           })
       }
+      #expect(try await queue.flush(Self.key))
       try await Self.withWorker(
         queue,
         handler: { run in
