@@ -156,21 +156,20 @@ def undone(sql, changes):
     return sql
 def text(name, changes=()):
     return counted(undone(open(f"{work}/{name}.sql").read().strip().rstrip(";"), changes))
-if side == "package" and before:
-    claim_then = [(
-        "WHERE b.name = $1 AND b.key = due.key AND b.key = ANY (ARRAY(SELECT due.key FROM due))",
-        "WHERE b.name = $1 AND b.key = due.key")]
-    end_then = [(f"b.claim = done.claim AND {c}", f"b.key = done.key AND {c}") for c in (
-        "done.finished AND NOT done.rests", "done.finished AND done.rests", "NOT done.finished")]
-    print("PREPARE claim(text, int8, text, float8, int8, float8) AS "
-          + text("claim", claim_then) + ";\n")
-    print("PREPARE ended(text, text[], uuid[], float8, float8[]) AS "
-          + text("succeeded", end_then) + ";\n")
-elif side == "package":
-    print("PREPARE claim(text, int8, text, float8, int8, float8) AS "
-          + counted("SELECT * FROM dpd_claim($1, $2, $3, $4, $5, $6)") + ";\n")
-    print("PREPARE ended(text, text[], uuid[], float8, float8[]) AS " + text("succeeded") + ";\n")
 if side == "package":
+    if before:
+        claim_sql = text("claim", [(
+            "WHERE b.name = $1 AND b.key = due.key AND b.key = ANY (ARRAY(SELECT due.key FROM due))",
+            "WHERE b.name = $1 AND b.key = due.key")])
+        end_sql = text("succeeded", [
+            (f"b.claim = done.claim AND {c}", f"b.key = done.key AND {c}") for c in (
+                "done.finished AND NOT done.rests", "done.finished AND done.rests",
+                "NOT done.finished")])
+    else:
+        claim_sql = counted("SELECT * FROM dpd_claim($1, $2, $3, $4, $5, $6)")
+        end_sql = text("succeeded")
+    print("PREPARE claim(text, int8, text, float8, int8, float8) AS " + claim_sql + ";\n")
+    print("PREPARE ended(text, text[], uuid[], float8, float8[]) AS " + end_sql + ";\n")
     claim = f"EXECUTE claim('bench-drain', {batch}, 'bench-owner', 30000, 5, 0);\n"
     end = "EXECUTE ended('bench-end', {keys}, {claims}, 0, array_fill(-1::float8, ARRAY[%d]));\n" % batch
 else:
