@@ -14,7 +14,11 @@
 # then the server is stopped and a single-user backend (`postgres --single`) under
 # `valgrind --tool=callgrind` runs the bench's own pgbench statement, prepared once and executed
 # 300 and then 900 times, each execution a transaction of N submissions with fresh keys
-# (N = 1 by default; 64 is near the batches that 64 producers make). The figure is
+# (N = 1 by default; 64 is near the batches that 64 producers make). A statement that is a CALL
+# (the queue's `delay` since its submissions commit inside the statement) cannot be PREPAREd in
+# SQL, so it is sent as it is each time, its parsing and planning counted
+# (DPD_INSTRUCTIONS_UNPREPARED=1 sends any statement so, to compare a SELECT with a CALL). The
+# figure is
 # (I(900) - I(300)) / 600 / N: instructions per submission, the start-up and the preparation
 # cancelled out. --hot sends the submissions to 100 keys in turn instead of fresh keys, so that
 # all but the first 100 join a burst (the upsert's conflict branch: what debouncing a key does).
@@ -222,10 +226,12 @@ for bench in "$@"; do
   scripts/postgres.sh down >/dev/null
   declare -A total=()
   for runs in 300 900; do
-    python3 - "$work/statement.sql" "$runs" "$batch" "$hot" >"$work/input.sql" <<'PY'
+    python3 - "$work/statement.sql" "$runs" "$batch" "$hot" "${DPD_INSTRUCTIONS_UNPREPARED:-0}" \
+      >"$work/input.sql" <<'PY'
 import sys
 statement = open(sys.argv[1]).read().strip().rstrip(";")
 runs, batch, hot = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+unprepared = sys.argv[5] == "1"
 if batch > 1:
     for single, many in [
         ("ARRAY['k' || :k]::text[]",
@@ -236,9 +242,16 @@ if batch > 1:
         if single not in statement:
             sys.exit(f"postgres-instructions.sh: the statement has no {single}")
         statement = statement.replace(single, many)
-print("PREPARE submit(bigint) AS " + statement.replace(":k", "$1") + ";\n")
-for index in range(runs):
-    print(f"EXECUTE submit({1_000_000 + (index % 100 if hot else index)});\n")
+keys = [1_000_000 + (index % 100 if hot else index) for index in range(runs)]
+if statement.startswith("CALL") or unprepared:
+    # SQL's PREPARE takes no CALL (a client prepares one through the protocol, as the package
+    # and pgbench -M prepared do): each CALL is sent as it is, so its parsing and planning count.
+    for key in keys:
+        print(statement.replace(":k", str(key)) + ";\n")
+else:
+    print("PREPARE submit(bigint) AS " + statement.replace(":k", "$1") + ";\n")
+    for key in keys:
+        print(f"EXECUTE submit({key});\n")
 PY
     total[$runs]=$(callgrind_total "$work/input.sql" "submit-$runs")
   done

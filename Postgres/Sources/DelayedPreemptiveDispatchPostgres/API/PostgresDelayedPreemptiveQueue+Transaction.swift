@@ -36,7 +36,7 @@ extension PostgresDelayedPreemptiveQueue {
     let statement = delayStatement([try encoded(key, for: duration, value: value)])
     let logger = logger
     _ = try await onCallersConnection("delay", key: key) {
-      try await statement.send(on: connection, logger: logger)
+      try await statement.send(on: connection, committing: false, logger: logger)
     }
     metrics.submissions.increment()
   }

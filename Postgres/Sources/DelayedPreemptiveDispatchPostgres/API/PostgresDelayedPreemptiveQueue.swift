@@ -358,7 +358,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       }
     }
     return try await database("delay", timeout: timeout, cancellable: false) { connection in
-      try await statement.send(on: connection, logger: logger)
+      try await statement.send(on: connection, committing: true, logger: logger)
     }
   }
 
@@ -379,7 +379,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
       name: name, key: try checked(key), minimumSpacingMilliseconds: minimumSpacingMilliseconds)
     let logger = logger
     return try await database("cancel", key: statement.key) { connection in
-      try await connection.rows(statement, logger: logger).first ?? false
+      try await connection.rows(Committed(statement), logger: logger).first ?? false
     }
   }
 
@@ -399,7 +399,7 @@ public struct PostgresDelayedPreemptiveQueue<Value: Codable & Sendable>: Sendabl
     let statement = FlushStatement(name: name, key: try checked(key))
     let logger = logger
     return try await database("flush", key: statement.key) { connection in
-      try await connection.rows(statement, logger: logger).first ?? false
+      try await connection.rows(Committed(statement), logger: logger).first ?? false
     }
   }
 

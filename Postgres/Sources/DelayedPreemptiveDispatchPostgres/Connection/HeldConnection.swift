@@ -33,7 +33,7 @@ final class HeldConnection: Sendable {
   /// A held connection, with `delay`'s statement prepared on it.
   struct Held: Sendable {
     var connection: PostgresConnection
-    /// ``DelayStatement/sql``, prepared on `connection`.
+    /// ``DelayStatement/committedSQL``, prepared on `connection`.
     var submit: PreparedQuery
   }
 
@@ -135,7 +135,7 @@ final class HeldConnection: Sendable {
         try await client.withConnection { connection in
           guard owner.value != nil else { return }
           // A connection on which the statement cannot be prepared is not held.
-          let submit = try await connection.prepare(query: DelayStatement.sql).get()
+          let submit = try await connection.prepare(query: DelayStatement.committedSQL).get()
           guard
             owner.value?.hold(Held(connection: connection, submit: submit), number: number)
               == true

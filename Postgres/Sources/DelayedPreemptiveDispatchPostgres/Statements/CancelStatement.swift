@@ -18,10 +18,14 @@ import PostgresNIO
 ///   at once when it becomes the head.
 ///
 /// Returns whether it dropped a burst.
-struct CancelStatement: PostgresPreparedStatement {
+struct CancelStatement: CommittingStatement {
   typealias Row = Bool
 
   static let sql = "SELECT dpd_cancel($1, $2, $3 * interval '1 millisecond')"
+  /// The same call through `dpd_cancel_committed`, which commits before it answers: the queue's
+  /// own `cancel` (see ``CommittingStatement``).
+  static let committedSQL = "CALL dpd_cancel_committed($1, $2, $3 * interval '1 millisecond', NULL)"
+  static let committedName = "dpd.committed.cancel"
   static let bindingDataTypes: [PostgresDataType] = [.text, .text, .float8]
 
   var name: String

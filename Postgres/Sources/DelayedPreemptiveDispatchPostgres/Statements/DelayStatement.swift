@@ -35,12 +35,18 @@ import PostgresNIO
 /// burst behind another, whose count it then fixes, or replaces an idle row. A batch in which a
 /// submission carries a trace context is sent as ``TracedDelayStatement``,
 /// which takes the contexts as `$10`.
-struct DelayStatement: PostgresPreparedStatement {
+struct DelayStatement: CommittingStatement {
   typealias Row = Bool
 
   /// A call of `dpd_submit`, whose body is ``upsertSQL(tracingContexts:single:)`` (see
-  /// ``DatabaseFunctions``): the rules of submission exist once, in the database.
+  /// ``DatabaseFunctions``): the rules of submission exist once, in the database. Sent as it is
+  /// on a caller's connection, in the caller's transaction.
   static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+  /// The same call through `dpd_submit_committed`, which commits before it answers: the queue's
+  /// own `delay` (see ``CommittingStatement``).
+  static let committedSQL =
+    "CALL dpd_submit_committed($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL)"
+  static let committedName = "dpd.committed.delay"
 
   /// The upsert, with the submissions' trace contexts as `$10` when `tracingContexts`.
   ///
@@ -272,28 +278,43 @@ struct DelayStatement: PostgresPreparedStatement {
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
 
   /// Sends the batch on `connection`, as ``TracedDelayStatement`` when a submission carries a
-  /// trace context; returns whether it woke the workers.
-  func send(on connection: PostgresConnection, logger: Logger) async throws -> Bool {
-    if submissions.contains(where: { !$0.traceContext.isEmpty }) {
-      return try await connection.rows(TracedDelayStatement(statement: self), logger: logger)
-        .first ?? false
+  /// trace context; returns whether it woke the workers. `committing`: in the form that commits
+  /// before it answers (the queue's own calls), or as it is (a caller's transaction).
+  func send(on connection: PostgresConnection, committing: Bool, logger: Logger) async throws
+    -> Bool
+  {
+    let answer: Bool?
+    switch (submissions.contains(where: { !$0.traceContext.isEmpty }), committing) {
+    case (true, true):
+      answer = try await connection.rows(
+        Committed(TracedDelayStatement(statement: self)), logger: logger
+      ).first
+    case (true, false):
+      answer = try await connection.rows(TracedDelayStatement(statement: self), logger: logger)
+        .first
+    case (false, true):
+      answer = try await connection.rows(Committed(self), logger: logger).first
+    case (false, false):
+      answer = try await connection.rows(self, logger: logger).first
     }
-    return try await connection.rows(self, logger: logger).first ?? false
+    guard let answer else { throw UnexpectedAnswer() }
+    return answer
   }
 
   /// Sends the batch on the queue's held connection (see ``HeldConnection``), whose answer
   /// completes the future on the connection's event loop, so that the call needs no task to
-  /// wait in: through the statement prepared there, or, when a submission carries a trace
-  /// context, as an unnamed ``TracedDelayStatement``.
+  /// wait in: through the statement prepared there (``committedSQL``), or, when a submission
+  /// carries a trace context, as an unnamed ``TracedDelayStatement`` in its committing form.
   func send(on held: HeldConnection.Held, logger: Logger) -> EventLoopFuture<Bool> {
     let bindings: [PostgresData]
     do {
       if submissions.contains(where: { !$0.traceContext.isEmpty }) {
         let query = PostgresQuery(
-          unsafeSQL: TracedDelayStatement.sql,
+          unsafeSQL: TracedDelayStatement.committedSQL,
           binds: try TracedDelayStatement(statement: self).makeBindings())
         return held.connection.query(query, logger: logger).flatMapThrowing { result in
-          try result.rows.first.map { try decodeRow($0) } ?? false
+          guard let row = result.rows.first else { throw UnexpectedAnswer() }
+          return try decodeRow(row)
         }
       }
       bindings = try preparedBindings()
@@ -301,7 +322,8 @@ struct DelayStatement: PostgresPreparedStatement {
       return held.connection.eventLoop.makeFailedFuture(error)
     }
     return held.submit.execute(bindings).flatMapThrowing { rows in
-      try rows.first.map(Self.preparedAnswer) ?? false
+      guard let row = rows.first else { throw UnexpectedAnswer() }
+      return try Self.preparedAnswer(row)
     }
   }
 
@@ -317,7 +339,7 @@ struct DelayStatement: PostgresPreparedStatement {
     }
   }
 
-  /// `dpd_submit` answered something else than one boolean.
+  /// `dpd_submit` answered something else than one boolean (or no row at all).
   struct UnexpectedAnswer: Error, CustomStringConvertible {
     var description: String { "dpd_submit answered something else than one boolean" }
   }
@@ -335,10 +357,13 @@ struct DelayStatement: PostgresPreparedStatement {
 /// upsert, which also stores each submission's context (`$10`, "" for none) in the trace record
 /// of the burst it joins or starts. A separate statement, so that a batch without contexts
 /// (every batch, without a tracer) sends and evaluates none of it.
-struct TracedDelayStatement: PostgresPreparedStatement {
+struct TracedDelayStatement: CommittingStatement {
   typealias Row = Bool
 
   static let sql = "SELECT dpd_submit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+  static let committedSQL =
+    "CALL dpd_submit_committed($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL)"
+  static let committedName = "dpd.committed.traced-delay"
   static let bindingDataTypes = DelayStatement.bindingDataTypes + [.textArray]
 
   var statement: DelayStatement
@@ -357,9 +382,9 @@ struct TracedDelayStatement: PostgresPreparedStatement {
 /// (dpd-postgres-bench) prints `delay`'s as a pgbench script, so that pgbench runs the statement
 /// the package sends, not a copy that could drift from it.
 package enum StatementText {
-  /// ``DelayStatement/sql``: `$1` to `$9` are its bindings, in the order of
-  /// ``DelayStatement/bindingDataTypes``.
-  package static var delay: String { DelayStatement.sql }
+  /// ``DelayStatement/committedSQL``, as the queue's own `delay` sends it: `$1` to `$9` are
+  /// its bindings, in the order of ``DelayStatement/bindingDataTypes``.
+  package static var delay: String { DelayStatement.committedSQL }
   /// ``ClaimStatement/body``, the SQL of `dpd_claim`: `$1` to `$6` are its bindings, in the order of
   /// ``ClaimStatement/bindingDataTypes`` (name, limit, owner, the lease in milliseconds,
   /// `maxAttempts`, the spacing in milliseconds).

@@ -13,10 +13,14 @@ import PostgresNIO
 ///   two starts are never closer than the spacing unless a flush lifted it for the first).
 ///
 /// It wakes the workers when there was a pending burst, and returns whether there was one.
-struct FlushStatement: PostgresPreparedStatement {
+struct FlushStatement: CommittingStatement {
   typealias Row = Bool
 
   static let sql = "SELECT dpd_flush($1, $2)"
+  /// The same call through `dpd_flush_committed`, which commits before it answers: the queue's
+  /// own `flush` (see ``CommittingStatement``).
+  static let committedSQL = "CALL dpd_flush_committed($1, $2, NULL)"
+  static let committedName = "dpd.committed.flush"
   static let bindingDataTypes: [PostgresDataType] = [.text, .text]
 
   var name: String
