@@ -232,10 +232,15 @@ import sys
 statement = open(sys.argv[1]).read().strip().rstrip(";")
 runs, batch, hot = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 unprepared = sys.argv[5] == "1"
+# A CALL takes no subquery in its arguments: sent as it is, its batch's keys are written out.
+sent_as_is = statement.startswith("CALL") or unprepared
 if batch > 1:
+    keys_of_batch = (
+        "ARRAY[" + ", ".join(f"'k' || (:k * 1000 + {g})" for g in range(1, batch + 1)) + "]::text[]"
+        if sent_as_is else
+        f"(SELECT array_agg('k' || (:k * 1000 + g)) FROM generate_series(1, {batch}) g)::text[]")
     for single, many in [
-        ("ARRAY['k' || :k]::text[]",
-         f"(SELECT array_agg('k' || (:k * 1000 + g)) FROM generate_series(1, {batch}) g)::text[]"),
+        ("ARRAY['k' || :k]::text[]", keys_of_batch),
         ("ARRAY['1']::text[]", f"array_fill('1'::text, ARRAY[{batch}])"),
         ("ARRAY[3600000]::float8[]", f"array_fill(3600000::float8, ARRAY[{batch}])"),
     ]:
@@ -243,7 +248,7 @@ if batch > 1:
             sys.exit(f"postgres-instructions.sh: the statement has no {single}")
         statement = statement.replace(single, many)
 keys = [1_000_000 + (index % 100 if hot else index) for index in range(runs)]
-if statement.startswith("CALL") or unprepared:
+if sent_as_is:
     # SQL's PREPARE takes no CALL (a client prepares one through the protocol, as the package
     # and pgbench -M prepared do): each CALL is sent as it is, so its parsing and planning count.
     for key in keys:
