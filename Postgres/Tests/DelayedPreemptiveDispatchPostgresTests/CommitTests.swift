@@ -14,7 +14,10 @@ import Testing
 ///
 /// Here the commit is refused on purpose, every time, by deferred constraint triggers on the
 /// test queue's rows (a refusal at commit, as a restart's is): the call must throw, and
-/// nothing it would have written may be in the database.
+/// nothing it would have written may be in the database. Each test has a database of its own:
+/// creating a trigger locks `dpd_bursts` against writes, and behind a transaction that another
+/// test holds open (a paused transactional run) that lock would hold up every test's
+/// statements on a shared table (a fresh-clone CI run stalled 10 s so).
 @Suite(.serialized, .enabled(if: TestDatabase.isConfigured, TestDatabase.skipReason))
 struct PostgresCommitTests {
   /// How `delay` reaches the database.
@@ -29,7 +32,7 @@ struct PostgresCommitTests {
 
   @Test(arguments: Path.allCases)
   func delayWhoseCommitIsRefusedIsNeverAcknowledged(_ path: Path) async throws {
-    try await TestDatabase.withQueue("commit-\(path.rawValue)") { queue, client in
+    try await Self.withQueue("commit-\(path.rawValue)") { queue, client in
       try await Self.refusingCommits(of: queue.name, client) {
         switch path {
         case .pool:
@@ -81,7 +84,7 @@ struct PostgresCommitTests {
   }
 
   @Test func cancelWhoseCommitIsRefusedIsNeverAcknowledged() async throws {
-    try await TestDatabase.withQueue("commit-cancel") { queue, client in
+    try await Self.withQueue("commit-cancel") { queue, client in
       try await Self.refusingCommits(of: queue.name, client) {
         try await queue.delay("kept", for: .seconds(3600), value: "k")
         await #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
@@ -93,7 +96,7 @@ struct PostgresCommitTests {
   }
 
   @Test func flushWhoseCommitIsRefusedIsNeverAcknowledged() async throws {
-    try await TestDatabase.withQueue("commit-flush") { queue, client in
+    try await Self.withQueue("commit-flush") { queue, client in
       try await Self.refusingCommits(of: queue.name, client) {
         try await queue.delay("flushed", for: .seconds(3600), value: "f")
         await #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
@@ -110,11 +113,22 @@ struct PostgresCommitTests {
   /// procedures are for the queue's own calls only (a procedure that commits cannot run inside
   /// a transaction block).
   @Test func delayInTheCallersTransactionCommitsWithIt() async throws {
-    try await TestDatabase.withQueue("commit-transaction") { queue, client in
+    try await Self.withQueue("commit-transaction") { queue, client in
       try await client.withTransaction(logger: queue.logger) { connection in
         try await queue.delay("in-transaction", for: .seconds(3600), value: "t", on: connection)
       }
       #expect(try await queue.isPending("in-transaction"))
+    }
+  }
+
+  /// ``TestDatabase/withQueue(_:options:lease:maxAttempts:retryBackoff:url:_:)`` in a database
+  /// of its own.
+  static func withQueue(
+    _ prefix: String,
+    _ body: @Sendable (PostgresDelayedPreemptiveQueue<String>, PostgresClient) async throws -> Void
+  ) async throws {
+    try await TestDatabase.withFreshDatabase { url in
+      try await TestDatabase.withQueue(prefix, url: url, body)
     }
   }
 

@@ -331,61 +331,67 @@ struct PostgresUnconfirmedTests {
   /// statement's name and counted, never retried as an outage. The batch's other runs are
   /// recorded; the refused burst runs again once its lease has run out, and once its attempts
   /// are spent it is kept in `failures()`: recoverable, and never dropped.
+  ///
+  /// In a database of its own: creating the trigger locks `dpd_bursts` against writes, which
+  /// on a shared table would hold up every test's statements behind any transaction another test
+  /// holds open.
   @Test func endRefusedForItsDataIsADefectAndTheBurstRecovers() async throws {
     let logs = LogCollector()
     let metrics = TestMetrics()
-    try await TestDatabase.withClient { client, configuration in
-      var configured = PostgresDelayedPreemptiveQueue<String>(
-        client: client, configuration: configuration, name: TestDatabase.uniqueName("defect"),
-        lease: .milliseconds(600), maxAttempts: 2, logger: logs.logger(), metricsFactory: metrics)
-      configured.safetyPoll = .milliseconds(100)
-      let queue = configured
-      try await queue.migrate()
-      let trigger = "dpd_test_refuse_\(queue.name.replacingOccurrences(of: "-", with: "_"))"
-      try await client.query(
-        PostgresQuery(
-          unsafeSQL: """
-            CREATE FUNCTION \(trigger)() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-              RAISE EXCEPTION USING ERRCODE = '23514', MESSAGE = 'refused by the test';
-            END $$
-            """))
-      try await client.query(
-        PostgresQuery(
-          unsafeSQL: """
-            CREATE TRIGGER \(trigger) BEFORE DELETE ON dpd_bursts FOR EACH ROW
-            WHEN (OLD.name = '\(queue.name)' AND OLD.key = 'poison' AND OLD.claim IS NOT NULL)
-            EXECUTE FUNCTION \(trigger)()
-            """))
-      let runs = RunList()
-      let outcome = await Result {
-        try await queue.withWorker(handler: { key, value in runs.append(key, value) }) {
-          for key in ["a", "poison", "b"] { try await queue.delay(key, for: .zero, value: key) }
-          #expect(
-            try await TestDatabase.eventually(within: .seconds(20)) {
-              try await queue.failures().map(\.key) == ["poison"]
-            })
-          #expect(try await queue.drains(within: .seconds(10)))
+    try await TestDatabase.withFreshDatabase { url in
+      try await TestDatabase.withClient(url: url) { client, configuration in
+        var configured = PostgresDelayedPreemptiveQueue<String>(
+          client: client, configuration: configuration, name: TestDatabase.uniqueName("defect"),
+          lease: .milliseconds(600), maxAttempts: 2, logger: logs.logger(), metricsFactory: metrics)
+        configured.safetyPoll = .milliseconds(100)
+        let queue = configured
+        try await queue.migrate()
+        let trigger = "dpd_test_refuse_\(queue.name.replacingOccurrences(of: "-", with: "_"))"
+        try await client.query(
+          PostgresQuery(
+            unsafeSQL: """
+              CREATE FUNCTION \(trigger)() RETURNS trigger LANGUAGE plpgsql AS $$
+              BEGIN
+                RAISE EXCEPTION USING ERRCODE = '23514', MESSAGE = 'refused by the test';
+              END $$
+              """))
+        try await client.query(
+          PostgresQuery(
+            unsafeSQL: """
+              CREATE TRIGGER \(trigger) BEFORE DELETE ON dpd_bursts FOR EACH ROW
+              WHEN (OLD.name = '\(queue.name)' AND OLD.key = 'poison' AND OLD.claim IS NOT NULL)
+              EXECUTE FUNCTION \(trigger)()
+              """))
+        let runs = RunList()
+        let outcome = await Result {
+          try await queue.withWorker(handler: { key, value in runs.append(key, value) }) {
+            for key in ["a", "poison", "b"] { try await queue.delay(key, for: .zero, value: key) }
+            #expect(
+              try await TestDatabase.eventually(within: .seconds(20)) {
+                try await queue.failures().map(\.key) == ["poison"]
+              })
+            #expect(try await queue.drains(within: .seconds(10)))
+          }
         }
-      }
-      try await client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER \(trigger) ON dpd_bursts"))
-      try await client.query(PostgresQuery(unsafeSQL: "DROP FUNCTION \(trigger)()"))
-      try outcome.get()
+        try await client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER \(trigger) ON dpd_bursts"))
+        try await client.query(PostgresQuery(unsafeSQL: "DROP FUNCTION \(trigger)()"))
+        try outcome.get()
 
-      #expect(runs.values("a") == ["a"])
-      #expect(runs.values("b") == ["b"])
-      #expect(runs.values("poison") == ["poison", "poison"])
-      let defects = try metrics.expectCounter(
-        "dpd.postgres.defects", [("queue", queue.name), ("statement", "complete")])
-      #expect(defects.totalValue == 2)
-      let errors = logs.lines.filter { $0.level == .error }
-      #expect(errors.count == 2, "\(errors)")
-      #expect(
-        errors.allSatisfy {
-          $0.message.contains("refused complete") && $0.message.contains("23514")
-            && $0.metadata.contains("dpd.statement=complete")
-        }, "\(errors)")
-      #expect(!logs.contains("database unavailable", atLeast: .warning))
+        #expect(runs.values("a") == ["a"])
+        #expect(runs.values("b") == ["b"])
+        #expect(runs.values("poison") == ["poison", "poison"])
+        let defects = try metrics.expectCounter(
+          "dpd.postgres.defects", [("queue", queue.name), ("statement", "complete")])
+        #expect(defects.totalValue == 2)
+        let errors = logs.lines.filter { $0.level == .error }
+        #expect(errors.count == 2, "\(errors)")
+        #expect(
+          errors.allSatisfy {
+            $0.message.contains("refused complete") && $0.message.contains("23514")
+              && $0.metadata.contains("dpd.statement=complete")
+          }, "\(errors)")
+        #expect(!logs.contains("database unavailable", atLeast: .warning))
+      }
     }
   }
 
