@@ -286,11 +286,13 @@ def section(runs):
         server = values(runs, OURS, "drain-server-cpu", jobs=jobs)
         worker = values(runs, OURS, "drain-worker-cpu", jobs=jobs)
         floor_server = values(runs, OURS, "drain-floor-server-cpu", jobs=jobs)
+        floor_client = values(runs, OURS, "drain-floor-client-cpu", jobs=jobs)
         if server and worker:
             lines.append(
                 f"CPU per run: {cell(server, 1)} µs in the server and {cell(worker, 1)} µs in the "
                 f"3 worker processes (user and system, from `/proc`); the floor's server "
-                f"{cell(floor_server, 1)} µs per row.")
+                f"{cell(floor_server, 1)} µs per row"
+                + (f", its client {cell(floor_client, 1)} µs per row." if floor_client else "."))
     lines += [
         "",
         "| fire lateness, deadline to handler start (300 keys, 20 ms delays) | p50 | p99 | max |",
@@ -310,6 +312,7 @@ def section(runs):
                                                           "drain-first-tenth", "drain-last-tenth",
                                                           "drain-server-cpu", "drain-worker-cpu",
                                                           "drain-floor-server-cpu",
+                                                          "drain-floor-client-cpu",
                                                           "cheapest-floor", "single")})
         for figure in figures:
             samples = values(runs, contender, figure)

@@ -334,6 +334,8 @@ if parts.contains("drain") || parts.contains("drain-large") {
     _ = try await insertDue(drainKeys, in: 0)
     let floorStart = ContinuousClock.now
     let floorServerBefore = ProcessCPU.seconds(named: "postgres")
+    // The floor's client is this process: nothing else of it works during the floor.
+    let floorClientBefore = ProcessCPU.seconds(pid: getpid())
     let floorEnded = try await DrainFloor.drain(
       client: client, name: drainName, clients: workerCount, batch: workerConcurrency,
       logger: silentLogger)
@@ -355,6 +357,18 @@ if parts.contains("drain") || parts.contains("drain-large") {
           figure: "drain-floor-server-cpu", workers: workerCount, jobs: drainKeys,
           value: used / Double(drainKeys) * 1e6, unit: "µs/row",
           note: "CPU (user and system) of every postgres process during the floor"))
+    }
+    if let before = floorClientBefore, let after = ProcessCPU.seconds(pid: getpid()) {
+      let perRow = (after - before) / Double(drainKeys) * 1e6
+      progress(
+        String(
+          format: "drain floor %d keys: CPU per row %.1f µs in its client (postgres-nio)",
+          drainKeys, perRow))
+      emit(
+        Figure(
+          figure: "drain-floor-client-cpu", workers: workerCount, jobs: drainKeys,
+          value: perRow, unit: "µs/row",
+          note: "CPU (user and system) of the floor's client, one process with 3 connections"))
     }
     emit(
       Figure(
