@@ -4,18 +4,20 @@
 /// round trip. No end waits for a deadline: a run waits until its end is written, and the
 /// worker's outage loop retries the transient failures.
 struct CompletionBatcher<Value: Codable & Sendable>: Sendable {
-  private let queue: PostgresDelayedPreemptiveQueue<Value>
+  /// Made once: a writer holds a copy of the queue, whose parts a run would otherwise retain
+  /// and release for each end.
+  private let writer: CompletionWriter<Value>
   private let commit = GroupCommit<CompletionWriter<Value>>(
     maximumWriters: 1, maximumBatch: 1_000)
 
   init(queue: PostgresDelayedPreemptiveQueue<Value>) {
-    self.queue = queue
+    self.writer = CompletionWriter(queue: queue)
   }
 
   /// Returns once the end of `burst`'s run is written: true when it was recorded, false when
   /// its claim had been taken over (nothing recorded).
   func succeeded(_ burst: ClaimedBurst) async throws -> Bool {
-    try await commit.submit(burst, deadline: nil, writer: CompletionWriter(queue: queue))
+    try await commit.submit(burst, deadline: nil, writer: writer)
   }
 }
 

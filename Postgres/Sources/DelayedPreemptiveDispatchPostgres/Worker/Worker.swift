@@ -10,32 +10,56 @@ import Logging
 /// (``listen(ringing:)``), and one samples the gauges (``sampleGauges()``): each loop is in a
 /// file of its own.
 struct Worker<Value: Codable & Sendable>: Sendable {
-  let queue: PostgresDelayedPreemptiveQueue<Value>
-  let concurrency: Int
-  let handler: RunHandler<Value>
-  let owner: String
-  let completions: CompletionBatcher<Value>
-  let leases = LeaseBook()
+  /// What the worker holds, in one box: every job, claim and renewal captures the worker, and a
+  /// copy of it is then one reference, not the two dozen its parts (the queue's among them)
+  /// would cost in retains and releases for each run.
+  private final class Parts: Sendable {
+    let queue: PostgresDelayedPreemptiveQueue<Value>
+    let concurrency: Int
+    let handler: RunHandler<Value>
+    let owner: String
+    let completions: CompletionBatcher<Value>
+    let leases = LeaseBook()
+    let runEnded = Doorbell()
+    let spare: SpareConnection?
+    let logger: Logger
+
+    init(
+      queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
+      handler: RunHandler<Value>, owner: String
+    ) {
+      self.queue = queue
+      self.concurrency = concurrency
+      self.handler = handler
+      self.owner = owner
+      self.completions = CompletionBatcher(queue: queue)
+      self.spare = SpareConnection(configuration: queue.probe?.configuration)
+      var logger = queue.logger
+      logger[metadataKey: "dpd.worker"] = "\(owner)"
+      self.logger = logger
+    }
+  }
+
+  private let parts: Parts
+
+  var queue: PostgresDelayedPreemptiveQueue<Value> { parts.queue }
+  var concurrency: Int { parts.concurrency }
+  var handler: RunHandler<Value> { parts.handler }
+  var owner: String { parts.owner }
+  var completions: CompletionBatcher<Value> { parts.completions }
+  var leases: LeaseBook { parts.leases }
   /// Rung when a run's end is recorded: the pending gauge is sampled again.
-  let runEnded = Doorbell()
+  var runEnded: Doorbell { parts.runEnded }
   /// The claim loop's own connection, for when the pool cannot lease one promptly (see
   /// ``SpareConnection``); nil for a queue made without its client's configuration.
-  let spare: SpareConnection?
-  let logger: Logger
+  var spare: SpareConnection? { parts.spare }
+  var logger: Logger { parts.logger }
 
   init(
     queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
     handler: RunHandler<Value>, owner: String
   ) {
-    self.queue = queue
-    self.concurrency = concurrency
-    self.handler = handler
-    self.owner = owner
-    self.completions = CompletionBatcher(queue: queue)
-    self.spare = SpareConnection(configuration: queue.probe?.configuration)
-    var logger = queue.logger
-    logger[metadataKey: "dpd.worker"] = "\(owner)"
-    self.logger = logger
+    parts = Parts(queue: queue, concurrency: concurrency, handler: handler, owner: owner)
   }
 
   func run() async throws {
