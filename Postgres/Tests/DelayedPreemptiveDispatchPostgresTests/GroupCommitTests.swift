@@ -162,6 +162,53 @@ import Testing
     #expect(state.batches.count < 11, "\(state.batches)")
   }
 
+  /// While a gathering is set, a free writer waits for its minimum: fewer entries are not
+  /// written (however long the test waits for the third, here within the hour), and the entry
+  /// that reaches the minimum sends all three as one batch at once. Lifting the gathering writes
+  /// what waits at once.
+  @Test func aGatheringWriterWaitsForItsMinimumAndLiftingItWritesWhatWaits() async throws {
+    let record = Record()
+    let commit = GroupCommit<Writer>(maximumWriters: 1, maximumBatch: 10)
+    let writer = Writer(record: record)
+    commit.gather(.init(minimum: 3, wait: .seconds(3_600)), writer: writer)
+    let first = submitting(Entry(key: nil, number: 0), to: commit, through: writer)
+    let second = submitting(Entry(key: nil, number: 1), to: commit, through: writer)
+    #expect(await eventually { commit.waitingCount == 2 })
+    #expect(record.state.withLock(\.batches).isEmpty)
+    let third = submitting(Entry(key: nil, number: 2), to: commit, through: writer)
+    #expect(try await first.value == 0)
+    #expect(try await second.value == 10)
+    #expect(try await third.value == 20)
+    #expect(
+      record.state.withLock(\.batches).map { Set($0.map(\.number)) } == [[0, 1, 2]])
+
+    let fourth = submitting(Entry(key: nil, number: 3), to: commit, through: writer)
+    #expect(await eventually { commit.waitingCount == 1 })
+    commit.gather(nil, writer: writer)
+    #expect(try await fourth.value == 30)
+    // Without a gathering, a quiet entry is again written alone from its caller's task.
+    #expect(
+      try await commit.submit(Entry(key: nil, number: 4), deadline: nil, writer: writer) == 40)
+    #expect(record.state.withLock(\.batches).count == 3)
+  }
+
+  /// No entry waits longer than the gathering's time for want of others: two entries under a
+  /// minimum of five are written once the older has waited 30 ms, not before.
+  @Test func aGatheredBatchGoesOnceItsOldestEntryHasWaitedItsTime() async throws {
+    let record = Record()
+    let commit = GroupCommit<Writer>(maximumWriters: 1, maximumBatch: 10)
+    let writer = Writer(record: record)
+    commit.gather(.init(minimum: 5, wait: .milliseconds(30)), writer: writer)
+    let start = ContinuousClock.now
+    async let first = commit.submit(Entry(key: nil, number: 0), deadline: nil, writer: writer)
+    async let second = commit.submit(Entry(key: nil, number: 1), deadline: nil, writer: writer)
+    #expect(try await [first, second] == [0, 10])
+    #expect(ContinuousClock.now - start >= .milliseconds(30))
+    // Both were written, and none before the older had waited its time (on a loaded machine
+    // the second call may come after that: then it is a batch of its own).
+    #expect(record.state.withLock(\.batches).map(\.count).reduce(0, +) == 2)
+  }
+
   /// An entry whose deadline passes while it waits for a batch fails as the writer says,
   /// unwritten; one without a deadline waits as long as it takes.
   @Test func anEntryWhoseDeadlinePassesWhileItWaitsFailsUnwritten() async throws {

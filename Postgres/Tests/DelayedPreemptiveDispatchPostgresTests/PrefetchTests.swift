@@ -6,6 +6,44 @@ import Testing
 
 /// The claim loop's prefetch (`ClaimPace`): how many rows a worker claims ahead of its free
 /// slots. Pure; needs no server.
+/// How a worker gathers the ends of its runs (`Worker.endGathering`): only while a backlog
+/// lasts, for as many ends as it has slots, and for about one claim round trip at most.
+@Suite struct EndGatheringTests {
+  typealias Gathering = GroupCommit<CompletionWriter<String>>.Gathering
+
+  @Test func endsAreWrittenAtOnceWithoutABacklogOrWithOneSlot() {
+    var pace = ClaimPace(concurrency: 32)
+    pace.claimed(took: .milliseconds(4))
+    #expect(Worker<String>.endGathering(backlog: false, pace: pace) == nil)
+    var single = ClaimPace(concurrency: 1)
+    single.claimed(took: .milliseconds(4))
+    #expect(Worker<String>.endGathering(backlog: true, pace: single) == nil)
+  }
+
+  @Test func aBacklogGathersOneEndPerSlotForAboutOneClaimRoundTrip() {
+    var pace = ClaimPace(concurrency: 32)
+    // Before any claim answered: 5 ms.
+    #expect(
+      Worker<String>.endGathering(backlog: true, pace: pace)
+        == Gathering(minimum: 32, wait: .milliseconds(5)))
+    pace.claimed(took: .microseconds(3_200))
+    #expect(
+      Worker<String>.endGathering(backlog: true, pace: pace)
+        == Gathering(minimum: 32, wait: .milliseconds(4)))
+    // At least 1 ms, at most 50 ms.
+    var quick = ClaimPace(concurrency: 8)
+    quick.claimed(took: .microseconds(100))
+    #expect(
+      Worker<String>.endGathering(backlog: true, pace: quick)
+        == Gathering(minimum: 8, wait: .milliseconds(1)))
+    var slow = ClaimPace(concurrency: 8)
+    slow.claimed(took: .seconds(2))
+    #expect(
+      Worker<String>.endGathering(backlog: true, pace: slow)
+        == Gathering(minimum: 8, wait: .milliseconds(50)))
+  }
+}
+
 @Suite struct ClaimPaceTests {
   @Test func noRowIsClaimedAheadBeforeBothAveragesAreKnown() {
     var pace = ClaimPace(concurrency: 8)

@@ -32,6 +32,11 @@ protocol GroupCommitWriter: Sendable {
 /// entries reach the database in the order of the calls. An entry with a deadline that passes
 /// while it waits fails with ``GroupCommitWriter/expired()``, unwritten.
 ///
+/// While a ``Gathering`` is set (``gather(_:writer:)``), a free writer does not take a batch of
+/// fewer entries than its minimum until the oldest has waited its time: a busy process then
+/// writes fewer, larger statements (the worker sets it while a backlog lasts, for the ends of
+/// its runs). No entry waits longer than that time for want of others.
+///
 /// A lock, not an actor, guards the state: the quiet path takes it twice and never suspends
 /// for it. A batch's writer is a task owned by the callers it answers; it ends with its
 /// statement (see the table of tasks in *Reference*).
@@ -43,6 +48,15 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
     let entry: Writer.Entry
     let deadline: ContinuousClock.Instant?
     let answer: Answer
+    /// When it began to wait (its call's own batch of one: when it was written).
+    var arrived = ContinuousClock.now
+  }
+
+  /// How a free writer waits for a larger batch: a batch of fewer than `minimum` entries waits
+  /// until its oldest entry has waited `wait`.
+  struct Gathering: Sendable, Equatable {
+    var minimum: Int
+    var wait: Duration
   }
 
   private struct State: Sendable {
@@ -50,6 +64,10 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
     /// Order keys of the statements in flight.
     var writingKeys = Set<String>()
     var writers = 0
+    var gathering: Gathering?
+    /// A flush is scheduled: a task that starts the writers once the oldest entry has waited
+    /// its gathering time.
+    var flushScheduled = false
   }
   private let state = Locked(State())
   private let maximumWriters: Int
@@ -71,7 +89,7 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
   {
     let key = Writer.orderKey(of: entry)
     let alone = state.withLock { state -> Bool in
-      guard state.writers < maximumWriters, state.waiting.isEmpty,
+      guard state.writers < maximumWriters, state.waiting.isEmpty, state.gathering == nil,
         !(key.map(state.writingKeys.contains) ?? false)
       else { return false }
       state.writers += 1
@@ -98,16 +116,47 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
     }
   }
 
-  /// Starts a writer task for each batch that may go now.
+  /// Sets how a free writer waits for a larger batch (nil: it writes what waits at once), and
+  /// starts the batches that may go now under it.
+  func gather(_ gathering: Gathering?, writer: Writer) {
+    if let gathering {
+      precondition(gathering.minimum >= 1, "gathering.minimum must be at least 1")
+    }
+    state.withLock { $0.gathering = gathering }
+    startWriters(writer)
+  }
+
+  /// Starts a writer task for each batch that may go now; when a batch waits to gather more,
+  /// schedules one flush for when its oldest entry has waited its time.
   private func startWriters(_ writer: Writer) {
     while true {
       var expired: [Waiting] = []
-      let batch = state.withLock { nextBatch(&$0, expired: &expired) }
+      var flushAt: ContinuousClock.Instant?
+      let batch = state.withLock { state -> [Waiting]? in
+        let batch = nextBatch(&state, expired: &expired, flushAt: &flushAt)
+        if flushAt != nil {
+          if state.flushScheduled { flushAt = nil } else { state.flushScheduled = true }
+        }
+        return batch
+      }
       // Answered outside the lock.
       for entry in expired { entry.answer(.failure(writer.expired())) }
+      if let flushAt {
+        // One task per gathered batch, not per entry; it holds the batcher weakly, and the
+        // writer (the queue) only until the flush, at most the gathering's wait.
+        Task { [weak self] in
+          try? await Task.sleep(until: flushAt, clock: .continuous)
+          self?.flush(writer)
+        }
+      }
       guard let batch else { return }
       Task { await write(batch, writer: writer) }
     }
+  }
+
+  private func flush(_ writer: Writer) {
+    state.withLock { $0.flushScheduled = false }
+    startWriters(writer)
   }
 
   private func write(_ batch: [Waiting], writer: Writer) async {
@@ -127,9 +176,19 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
   /// The oldest waiting entries whose keys are in no statement in flight, each key once, as a
   /// batch that a free writer takes; nil when no writer is free or none may go. The others
   /// wait, in order, for a later batch. Entries whose deadline passed while they waited go to
-  /// `expired`, to fail unwritten.
-  private func nextBatch(_ state: inout State, expired: inout [Waiting]) -> [Waiting]? {
-    guard state.writers < maximumWriters, !state.waiting.isEmpty else { return nil }
+  /// `expired`, to fail unwritten. While a ``Gathering`` is set, fewer entries than its minimum
+  /// wait until the oldest has waited its time, which `flushAt` then says.
+  private func nextBatch(
+    _ state: inout State, expired: inout [Waiting], flushAt: inout ContinuousClock.Instant?
+  ) -> [Waiting]? {
+    guard state.writers < maximumWriters, let oldest = state.waiting.first else { return nil }
+    if let gathering = state.gathering, state.waiting.count < gathering.minimum {
+      let due = oldest.arrived + gathering.wait
+      if ContinuousClock.now < due {
+        flushAt = due
+        return nil
+      }
+    }
     var batch: [Waiting] = []
     var rest: [Waiting] = []
     var held = Set<String>()  // keys that must wait: an earlier entry of theirs waits too

@@ -14,6 +14,12 @@ struct CompletionBatcher<Value: Codable & Sendable>: Sendable {
     self.writer = CompletionWriter(queue: queue)
   }
 
+  /// Sets how the writer of ends waits for a larger batch (nil: it writes what waits at once;
+  /// see ``Worker/endGathering(backlog:pace:)``).
+  func gather(_ gathering: GroupCommit<CompletionWriter<Value>>.Gathering?) {
+    commit.gather(gathering, writer: writer)
+  }
+
   /// Returns once the end of `burst`'s run is written: true when it was recorded, false when
   /// its claim had been taken over (nothing recorded).
   func succeeded(_ burst: ClaimedBurst) async throws -> Bool {
