@@ -539,7 +539,8 @@ if parts.contains("transaction") {
     let rate = try await rate(producers: 1) { _, index in
       try await client.withTransaction(logger: silentLogger) { connection in
         if way == "by hand" {
-          let statement = HandSentSubmission(name: "bench-transaction", key: "t\(index)")
+          let statement = HandSentSubmissionInTransaction(
+            submission: HandSentSubmission(name: "bench-transaction", key: "t\(index)"))
           for try await _ in try await connection.execute(statement, logger: silentLogger) {}
         } else {
           try await transactionQueue.delay(
@@ -587,6 +588,20 @@ struct HandSentSubmission: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Bool.self) }
+}
+
+/// ``HandSentSubmission`` as a transactional `delay(on:)` sends it: the plain `SELECT`, which
+/// commits with the transaction it runs in (the queue's own `CALL` commits inside the statement,
+/// which no transaction block allows).
+struct HandSentSubmissionInTransaction: PostgresPreparedStatement {
+  typealias Row = Bool
+  static let sql = StatementText.delayInTransaction
+  static let bindingDataTypes = HandSentSubmission.bindingDataTypes
+  var submission: HandSentSubmission
+
+  func makeBindings() -> PostgresBindings { submission.makeBindings() }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try submission.decodeRow(row) }
 }
 
 /// The write floor's statement: a submission's row written with no rule at all (a fresh key,

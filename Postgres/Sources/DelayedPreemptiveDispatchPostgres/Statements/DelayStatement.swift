@@ -385,6 +385,10 @@ package enum StatementText {
   /// ``DelayStatement/committedSQL``, as the queue's own `delay` sends it: `$1` to `$9` are
   /// its bindings, in the order of ``DelayStatement/bindingDataTypes``.
   package static var delay: String { DelayStatement.committedSQL }
+  /// ``DelayStatement/sql``, as a transactional `delay(on:)` sends it on the caller's
+  /// connection: the plain `SELECT`, which commits with the caller's transaction (a `CALL` that
+  /// commits cannot run in a transaction block). The same bindings as ``delay``.
+  package static var delayInTransaction: String { DelayStatement.sql }
   /// ``ClaimStatement/body``, the SQL of `dpd_claim`: `$1` to `$6` are its bindings, in the order of
   /// ``ClaimStatement/bindingDataTypes`` (name, limit, owner, the lease in milliseconds,
   /// `maxAttempts`, the spacing in milliseconds).
