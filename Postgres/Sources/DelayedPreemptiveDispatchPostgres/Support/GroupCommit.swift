@@ -48,8 +48,9 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
     let entry: Writer.Entry
     let deadline: ContinuousClock.Instant?
     let answer: Answer
-    /// When it began to wait (its call's own batch of one: when it was written).
-    var arrived = ContinuousClock.now
+    /// When it began to wait for a batch; nil for a call's own batch of one, which never
+    /// waits (so that the quiet path reads no clock for it).
+    var arrived: ContinuousClock.Instant? = nil
   }
 
   /// How a free writer waits for a larger batch: a batch of fewer than `minimum` entries waits
@@ -110,7 +111,8 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
     return try await withCheckedThrowingContinuation { written in
       let answer: Answer = { written.resume(with: $0) }
       state.withLock {
-        $0.waiting.append(Waiting(entry: entry, deadline: deadline, answer: answer))
+        $0.waiting.append(
+          Waiting(entry: entry, deadline: deadline, answer: answer, arrived: .now))
       }
       startWriters(writer)
     }
@@ -183,8 +185,9 @@ final class GroupCommit<Writer: GroupCommitWriter>: Sendable {
   ) -> [Waiting]? {
     guard state.writers < maximumWriters, let oldest = state.waiting.first else { return nil }
     if let gathering = state.gathering, state.waiting.count < gathering.minimum {
-      let due = oldest.arrived + gathering.wait
-      if ContinuousClock.now < due {
+      let now = ContinuousClock.now
+      let due = (oldest.arrived ?? now) + gathering.wait
+      if now < due {
         flushAt = due
         return nil
       }
