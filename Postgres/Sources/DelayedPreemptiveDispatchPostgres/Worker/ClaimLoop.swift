@@ -314,25 +314,19 @@ extension Worker {
   }
 
   /// How the ends of runs gather into batches: while a backlog lasts, a batch of fewer ends than
-  /// ``endBatchMinimum(concurrency:)`` waits for more, for at most about one claim round trip
+  /// the worker has slots waits for more, for at most about one claim round trip
   /// (1 to 50 ms), so that the worker writes its ends in about as many statements as it claims;
   /// without a backlog each end is written at once. Every end statement has a fixed cost on
   /// both sides (about 512,000 server instructions whatever its rows, see BENCHMARKS.md), and a
-  /// drain's ends came about 15 to a statement when written as they ended.
+  /// drain's ends came about 15 to a statement when written as they ended (half the slots, 16 of
+  /// 32, barely changed that). A worker of one slot never gathers.
   static func endGathering(backlog: Bool, pace: ClaimPace)
     -> GroupCommit<CompletionWriter<Value>>.Gathering?
   {
-    let minimum = endBatchMinimum(concurrency: pace.concurrency)
-    guard backlog, minimum > 1 else { return nil }
+    guard backlog, pace.concurrency > 1 else { return nil }
     let roundTrip = pace.roundTrip ?? 0.005
     let milliseconds = Int((min(max(roundTrip, 0.001), 0.05) * 1000).rounded(.up))
-    return .init(minimum: minimum, wait: .milliseconds(milliseconds))
-  }
-
-  /// The fewest ends a batch waits for while a backlog lasts: one per slot. Half as many (16
-  /// of 32) barely changed a drain's statements, for its ends came about 15 at a time already.
-  static func endBatchMinimum(concurrency: Int) -> Int {
-    max(1, concurrency)
+    return .init(minimum: pace.concurrency, wait: .milliseconds(milliseconds))
   }
 
   /// How long a call of the claim loop waits for the pool before it also asks the spare
