@@ -82,27 +82,35 @@ extension PostgresDelayedPreemptiveQueue {
           }
         }
         call.onWithdraw(.pool) { work.cancel() }
-        if let spare {
-          let spareWork = Task {
-            if spare.after > .zero {
-              guard await sleep(for: spare.after), call.isWaiting else { return }
-            }
-            do {
-              let connection = try await spare.connection.connection()
-              let result = try await send(connection, .spare)
-              call.end(.success(result), from: .spare)
-            } catch {
-              call.end(.failure(failure.wrapping(error, sent: call.wasSent)), from: .spare)
-            }
-          }
-          call.onWithdraw(.spare) { spareWork.cancel() }
-        }
         // The bound: the queue's one timer (`CallTimers`), which costs no task, no hop and no
         // wake-up of its event loop unless it fires (a call that ends in time removes its
         // deadlines), so that a call adds no task of its own beside the one that waits for
-        // the driver.
+        // the driver. The spare's start after its delay is such a deadline too: a claim that
+        // the pool answers in time starts no task and no sleep for it.
         let timers = callTimers
         let start = NIODeadline.now()
+        let spareTimer = spare.flatMap { spare -> CallTimers.Token? in
+          let startSpare: @Sendable () -> Void = {
+            let spareWork = Task {
+              do {
+                let connection = try await spare.connection.connection()
+                let result = try await send(connection, .spare)
+                call.end(.success(result), from: .spare)
+              } catch {
+                call.end(.failure(failure.wrapping(error, sent: call.wasSent)), from: .spare)
+              }
+            }
+            call.onWithdraw(.spare) { spareWork.cancel() }
+          }
+          guard spare.after > .zero else {
+            startSpare()
+            return nil
+          }
+          return timers.add(at: start + TimeAmount(spare.after)) {
+            guard call.isWaiting else { return }
+            startSpare()
+          }
+        }
         let reason = "no answer within \(connectionTimeout)"
         let timeout = timers.add(at: start + TimeAmount(limit)) {
           call.giveUp(unsent: failure.unreachable(reason), sent: failure.unknown(reason))
@@ -130,6 +138,7 @@ extension PostgresDelayedPreemptiveQueue {
         call.onEnd {
           timers.remove(timeout)
           if let probeTimer { timers.remove(probeTimer) }
+          if let spareTimer { timers.remove(spareTimer) }
           probing.withLock { $0 }?.cancel()
         }
       }
