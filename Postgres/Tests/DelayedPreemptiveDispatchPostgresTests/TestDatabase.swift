@@ -34,10 +34,11 @@ enum TestDatabase {
   /// Runs `body` with a running client; shuts the client down afterwards.
   @discardableResult
   static func withClient<Result: Sendable>(
-    url: String = url,
+    url: String = url, maximumConnections: Int? = nil,
     _ body: @Sendable (PostgresClient, PostgresClient.Configuration) async throws -> Result
   ) async throws -> Result {
-    let configuration = try configuration(url: url)
+    var configuration = try configuration(url: url)
+    if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
     let client = PostgresClient(configuration: configuration)
     let running = Task { await client.run() }
     defer { running.cancel() }
