@@ -9,7 +9,7 @@ import Testing
 /// How a worker gathers the ends of its runs (`Worker.endGathering`): only while a backlog
 /// lasts, for as many ends as it has slots, and for about one claim round trip at most.
 @Suite struct EndGatheringTests {
-  typealias Gathering = GroupCommit<CompletionWriter<String>>.Gathering
+  typealias Gathering = GroupCommit<CompletionWriter>.Gathering
 
   @Test func endsAreWrittenAtOnceWithoutABacklogOrWithOneSlot() {
     var pace = ClaimPace(concurrency: 32)

@@ -22,7 +22,10 @@ import Metrics
 /// | `dpd.postgres.overdue.age` | gauge | seconds since the deadline of the oldest due burst not yet claimed (0: none), queue-wide | sampled with `pending` |
 ///
 /// `PostgresObservabilityTests.pendingGaugeFollowsTheWorkersOwnRuns` holds the gauge's refresh.
-struct QueueMetrics: Sendable {
+///
+/// A class: the queue and its copies share one, so that a copy of the queue (every call and
+/// every run makes some) retains one reference for the metrics, not the thirteen they hold.
+final class QueueMetrics: Sendable {
   let submissions: Counter
   let succeeded: Counter
   let retried: Counter

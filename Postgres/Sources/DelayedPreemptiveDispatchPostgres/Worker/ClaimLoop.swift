@@ -54,7 +54,7 @@ extension Worker {
           failure = error
           return nil
         }
-        return outage.failed(error, defects: queue.metrics)
+        return outage.failed(error, defects: metrics)
       }
       /// Sleeps until `sleep` passes or the doorbell rings, unless the loop sleeps already.
       func sleepUnlessAsleep(_ sleep: Duration) {
@@ -65,7 +65,7 @@ extension Worker {
           return .woke
         }
       }
-      var gathering: GroupCommit<CompletionWriter<Value>>.Gathering?
+      var gathering: GroupCommit<CompletionWriter>.Gathering?
       while true {
         let stopping = Task.isCancelled || failure != nil
         let wanted = Self.endGathering(
@@ -192,7 +192,7 @@ extension Worker {
       claimed: claimed, asked: limit, sentAt: sentAt, took: took, leaseFrom: sentAt,
       releaseWindowPassed: releaseWindowPassed)
     let runnable = claimed.filter { !$0.exhausted && !$0.gaveWay }.map(\.claim)
-    if ContinuousClock.now >= sentAt + queue.lease, !runnable.isEmpty {
+    if ContinuousClock.now >= sentAt + lease, !runnable.isEmpty {
       answer.leaseFrom = ContinuousClock.now
       do {
         answer.stillHeld = Set(try await uncancelled { [queue] in try await queue.renew(runnable) })
@@ -227,7 +227,7 @@ extension Worker {
     var notRun: [String] = []
     for burst in answer.claimed {
       if burst.exhausted || burst.gaveWay {
-        queue.metrics.failed.increment()
+        metrics.failed.increment()
         let message =
           "burst kept as failed: its last run never ended (its worker died or lost the lease)"
           + (burst.gaveWay ? "; the next burst of its key runs as usual" : "")
@@ -236,12 +236,12 @@ extension Worker {
         continue
       }
       if let stillHeld = answer.stillHeld, !stillHeld.contains(burst.claim) {
-        queue.metrics.leaseLost.increment()
+        metrics.leaseLost.increment()
         notRun.append(burst.key)
         continue
       }
       if burst.takenOver {
-        queue.metrics.takeovers.increment()
+        metrics.takeovers.increment()
         let message =
           "took over a burst whose lease ran out"
           + (burst.endedStaleTransaction
@@ -249,7 +249,7 @@ extension Worker {
         logger.warning("\(message)", metadata: ["dpd.attempt": "\(burst.attempt)"])
         logger.debug("took over", metadata: ["dpd.key": "\(burst.key)"])
       }
-      leases.add(burst.claim, expiry: answer.leaseFrom + queue.lease)
+      leases.add(burst.claim, expiry: answer.leaseFrom + lease)
       state.ready.append((burst, answer.sentAt))
     }
     if !notRun.isEmpty {
@@ -273,7 +273,7 @@ extension Worker {
       started += 1
       if leases.isLostAlone(burst.claim) {
         leases.remove(burst.claim)
-        queue.metrics.leaseLost.increment()
+        metrics.leaseLost.increment()
         lost.append(burst.key)
         continue
       }
@@ -321,7 +321,7 @@ extension Worker {
   /// drain's ends came about 15 to a statement when written as they ended (half the slots, 16 of
   /// 32, barely changed that). A worker of one slot never gathers.
   static func endGathering(backlog: Bool, pace: ClaimPace)
-    -> GroupCommit<CompletionWriter<Value>>.Gathering?
+    -> GroupCommit<CompletionWriter>.Gathering?
   {
     guard backlog, pace.concurrency > 1 else { return nil }
     let roundTrip = pace.roundTrip ?? 0.005

@@ -1,22 +1,27 @@
+import Foundation
+
 /// Records the ends of successful runs: a ``GroupCommit`` of runs' ends with one writer. While
 /// one batch is being written, the runs that end meanwhile wait for the next one; an idle
 /// worker writes each end at once, from the run's own task, and a busy one writes many per
 /// round trip. No end waits for a deadline: a run waits until its end is written, and the
 /// worker's outage loop retries the transient failures.
-struct CompletionBatcher<Value: Codable & Sendable>: Sendable {
-  /// Made once: a writer holds a copy of the queue, whose parts a run would otherwise retain
-  /// and release for each end.
-  private let writer: CompletionWriter<Value>
-  private let commit = GroupCommit<CompletionWriter<Value>>(
-    maximumWriters: 1, maximumBatch: 1_000)
+///
+/// Not generic over the queue's value, which the ends never read: so the batcher's code, which
+/// every run goes through, is compiled for its one writer, not left generic (a lookup of
+/// generic metadata at run time for each of its types, in every run).
+struct CompletionBatcher: Sendable {
+  /// Made once: a writer holds the queue, whose parts a run would otherwise retain and release
+  /// for each end.
+  private let writer: CompletionWriter
+  private let commit = GroupCommit<CompletionWriter>(maximumWriters: 1, maximumBatch: 1_000)
 
-  init(queue: PostgresDelayedPreemptiveQueue<Value>) {
-    self.writer = CompletionWriter(queue: queue)
+  init<Value>(queue: PostgresDelayedPreemptiveQueue<Value>) {
+    self.writer = CompletionWriter(record: { bursts in try await queue.succeeded(bursts) })
   }
 
   /// Sets how the writer of ends waits for a larger batch (nil: it writes what waits at once;
   /// see ``Worker/endGathering(backlog:pace:)``).
-  func gather(_ gathering: GroupCommit<CompletionWriter<Value>>.Gathering?) {
+  func gather(_ gathering: GroupCommit<CompletionWriter>.Gathering?) {
     commit.gather(gathering, writer: writer)
   }
 
@@ -28,12 +33,13 @@ struct CompletionBatcher<Value: Codable & Sendable>: Sendable {
 }
 
 /// Writes a batch of runs' ends as one statement.
-struct CompletionWriter<Value: Codable & Sendable>: GroupCommitWriter {
+struct CompletionWriter: GroupCommitWriter {
   typealias Entry = ClaimedBurst
   /// Whether the end was recorded (false: the claim had been taken over).
   typealias Output = Bool
 
-  let queue: PostgresDelayedPreemptiveQueue<Value>
+  /// The queue's statement for the ends of a batch of runs: the claims it recorded.
+  let record: @Sendable ([ClaimedBurst]) async throws -> [UUID]
 
   /// Each claim ends once: the ends need no order among themselves.
   static func orderKey(of entry: ClaimedBurst) -> String? { nil }
@@ -47,7 +53,7 @@ struct CompletionWriter<Value: Codable & Sendable>: GroupCommitWriter {
   /// that the run it is about fails alone and the others are recorded.
   func write(_ batch: [GroupCommit<Self>.Waiting]) async {
     do {
-      let recorded = Set(try await queue.succeeded(batch.map(\.entry)))
+      let recorded = Set(try await record(batch.map(\.entry)))
       for waiting in batch { waiting.answer(.success(recorded.contains(waiting.entry.claim))) }
     } catch let error as PostgresDelayedPreemptiveQueueError
       where batch.count > 1 && !error.isTransient

@@ -3,7 +3,7 @@ extension Worker {
   /// leases that a renewal did not return or whose time passed without one. The renewal runs
   /// beside the loop, so that a slow answer does not delay the expiry checks.
   func renewLeases() async {
-    let interval = queue.lease / 3
+    let interval = lease / 3
     let outage = Locked(
       Outage(what: "renewing leases", cap: queue.outageBackoff, logger: logger))
     let renewing = Locked(false)
@@ -22,11 +22,11 @@ extension Worker {
         defer { renewing.withLock { $0 = false } }
         do {
           let renewed = try await queue.renew(claims)
-          leases.renewed(claims, renewed: Set(renewed), sentAt: sentAt, lease: queue.lease)
+          leases.renewed(claims, renewed: Set(renewed), sentAt: sentAt, lease: lease)
           outage.withLock { $0.ended() }
         } catch {
           // Not renewed: the leases run out here unless a later renewal gets through.
-          _ = outage.withLock { $0.failed(error, defects: queue.metrics) }
+          _ = outage.withLock { $0.failed(error, defects: metrics) }
         }
       }
     }

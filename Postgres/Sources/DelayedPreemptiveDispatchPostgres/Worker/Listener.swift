@@ -13,7 +13,7 @@ extension Worker {
               doorbell.ring()  // anything due meanwhile is found by the next claim
               outage.ended()
               for try await notification in notifications
-              where notification.payload == queue.name {
+              where notification.payload == name {
                 doorbell.ring()
               }
             }
@@ -29,7 +29,7 @@ extension Worker {
         }
       } catch {
         if Task.isCancelled { return }
-        let wait = outage.failed(queue.failure(of: "listen", error), defects: queue.metrics)
+        let wait = outage.failed(queue.failure(of: "listen", error), defects: metrics)
         do {
           try await Task.sleep(for: max(wait, queue.safetyPoll))
         } catch {

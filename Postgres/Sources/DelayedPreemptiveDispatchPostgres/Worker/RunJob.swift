@@ -10,7 +10,7 @@ extension Worker {
   /// so that the handler's own spans are its children.
   func perform(_ burst: ClaimedBurst, claimedAt: ContinuousClock.Instant) async {
     var burst = burst
-    let span = RunSpan.start(for: burst, queue: queue.name, tracer: queue.tracerInUse)
+    let span = RunSpan.start(for: burst, queue: name, tracer: tracerInUse)
     let result: Result<RunEnd, any Error>
     let spanError: (any Error)?
     do {
@@ -19,7 +19,7 @@ extension Worker {
         key: burst.key, value: value, attempt: burst.attempt, fence: burst.fence)
       let started = ContinuousClock.now
       burst.handlerStarted = started
-      queue.metrics.lateness.recordNanoseconds(
+      metrics.lateness.recordNanoseconds(
         Int64(max(0, burst.latenessMilliseconds) * 1e6)
           + (started - claimedAt).nanoseconds)
       let handler = handler
@@ -44,19 +44,19 @@ extension Worker {
       }
       // A run given up (past `runTimeout`, or its lease lost) is cancelled, and no longer waited
       // for once ``abandonGrace`` more has passed (``RunWatch``).
-      let timers = queue.callTimers
-      let grace = Self.abandonGrace(lease: queue.lease)
+      let timers = callTimers
+      let grace = Self.abandonGrace(lease: lease)
       leases.attach(burst.claim) {
         watch.giveUp(.leaseLost, grace: grace, timers: timers) { task.cancel() }
       }
-      let timeout = queue.runTimeout.map { limit in
+      let timeout = runTimeout.map { limit in
         timers.add(at: .now() + TimeAmount(limit)) {
           watch.giveUp(.timedOut, grace: grace, timers: timers) { task.cancel() }
         }
       }
       result = outcome(await watch.wait(), givenUp: watch.reason)
       if let timeout { timers.remove(timeout) }
-      queue.metrics.runDuration.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
+      metrics.runDuration.recordNanoseconds((ContinuousClock.now - started).nanoseconds)
       if case .failure(let error) = result { spanError = error } else { spanError = nil }
     } catch {
       // Retrying cannot make a stored value decode: it is kept as a failure at once (P15).
@@ -88,12 +88,12 @@ extension Worker {
   {
     switch (waited, reason) {
     case (.ended(.failure), .timedOut?):
-      return .failure(RunGivenUp(reason: .timedOut, limit: queue.runTimeout, abandoned: false))
+      return .failure(RunGivenUp(reason: .timedOut, limit: runTimeout, abandoned: false))
     case (.ended(let result), _):
       return result
     case (.abandoned, let reason):
       let givenUp = RunGivenUp(
-        reason: reason ?? .leaseLost, limit: queue.runTimeout, abandoned: true)
+        reason: reason ?? .leaseLost, limit: runTimeout, abandoned: true)
       let message =
         "\(givenUp): the worker no longer waits for it; its burst runs again, so its writes must "
         + "be fenced"
@@ -114,7 +114,7 @@ extension Worker {
   private func record(_ result: Result<RunEnd, any Error>, of burst: ClaimedBurst) async {
     switch result {
     case .success(.committed):
-      queue.metrics.succeeded.increment()
+      metrics.succeeded.increment()
       return
     case .success(.stale):
       return leaseLost(burst, returned: true)
@@ -136,7 +136,7 @@ extension Worker {
         switch result {
         case .success:
           if try await completions.succeeded(burst) {
-            queue.metrics.succeeded.increment()
+            metrics.succeeded.increment()
           } else {
             notRecorded(burst, unconfirmed: unconfirmed, returned: true)
           }
@@ -158,7 +158,7 @@ extension Worker {
         if (error as? PostgresDelayedPreemptiveQueueError)?.isUnconfirmed == true {
           unconfirmed = true
         }
-        let wait = outage.failed(error, defects: queue.metrics)
+        let wait = outage.failed(error, defects: metrics)
         if leases.isLost(burst.claim) {
           leaseLost(burst, returned: result.isSuccess)
           return
@@ -177,20 +177,20 @@ extension Worker {
     switch kept {
     case nil: notRecorded(burst, unconfirmed: unconfirmed)
     case .gaveWay?:
-      queue.metrics.retried.increment()
+      metrics.retried.increment()
       logger.info(
         "handler threw; the later burst of its key, with a newer value, runs next: \(keyless(error))",
         metadata: ["dpd.attempt": "\(burst.attempt)"])
       logger.debug("gave way", metadata: ["dpd.key": "\(burst.key)"])
     case .kept?:
-      queue.metrics.failed.increment()
+      metrics.failed.increment()
       let runs = burst.attempt == 1 ? "1 run" : "\(burst.attempt) runs"
       logger.warning(
         "burst kept as failed after \(runs): \(keyless(error))",
         metadata: ["dpd.attempts": "\(burst.attempt)"])
       logger.debug("kept failure", metadata: ["dpd.key": "\(burst.key)"])
     case .retried?:
-      queue.metrics.retried.increment()
+      metrics.retried.increment()
       logger.info(
         "handler threw; retrying with backoff: \(keyless(error))",
         metadata: ["dpd.attempt": "\(burst.attempt)"])
@@ -202,7 +202,7 @@ extension Worker {
   /// earlier attempt whose answer was lost recorded the end.
   private func notRecorded(_ burst: ClaimedBurst, unconfirmed: Bool, returned: Bool = false) {
     guard unconfirmed else { return leaseLost(burst, returned: returned) }
-    queue.metrics.unconfirmed.increment()
+    metrics.unconfirmed.increment()
     let message =
       "a run's end was not confirmed: an earlier attempt whose answer was lost recorded it, or "
       + "the burst was taken over meanwhile"
@@ -214,7 +214,7 @@ extension Worker {
   private func defect(
     _ error: PostgresDelayedPreemptiveQueueError, in statement: String, of burst: ClaimedBurst
   ) {
-    queue.metrics.defect(in: statement)
+    metrics.defect(in: statement)
     let message =
       "the database refused \(statement), a defect of this package: \(keyless(error)); the run's end is "
       + "not recorded, and its burst runs again once its lease runs out"
@@ -227,7 +227,7 @@ extension Worker {
   /// A run whose end the database no longer takes: said as it happened, a handler that
   /// `returned` (or threw) after its lease ran out, or one that was cancelled for it.
   private func leaseLost(_ burst: ClaimedBurst, returned: Bool = false) {
-    queue.metrics.leaseLost.increment()
+    metrics.leaseLost.increment()
     let run =
       returned
       ? "the handler returned after its lease ran out"

@@ -15,8 +15,8 @@ extension Worker {
     while !Task.isCancelled {
       do {
         let (pending, overdue) = try await queue.gauges()
-        queue.metrics.pending.record(pending)
-        queue.metrics.overdueAge.record(overdue)
+        metrics.pending.record(pending)
+        metrics.overdueAge.record(overdue)
         counted = pending
       } catch {
         logger.debug("could not sample the gauges: \(error)")

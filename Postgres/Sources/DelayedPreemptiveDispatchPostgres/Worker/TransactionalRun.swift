@@ -34,7 +34,7 @@ extension Worker {
         try await body(run, connection)
         // The handler's start, as the statement takes it, when the handler has returned.
         let statement = SucceededStatement(
-          name: queue.name, keys: [burst.key], claims: [burst.claim],
+          name: name, keys: [burst.key], claims: [burst.claim],
           minimumSpacingMilliseconds: queue.minimumSpacingMilliseconds,
           millisecondsSinceHandlerStarts: [burst.millisecondsSinceHandlerStart])
         let ended = try await connection.rows(statement, logger: logger)

@@ -1,5 +1,7 @@
 import Foundation
+import Instrumentation
 import Logging
+import Tracing
 
 /// The worker behind `run(concurrency:handler:)`: its claim loop (``claimLoop(doorbell:)``)
 /// claims due bursts while a slot is free (and ahead of the free slots while a backlog lasts,
@@ -18,11 +20,20 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     let concurrency: Int
     let handler: RunHandler<Value>
     let owner: String
-    let completions: CompletionBatcher<Value>
+    let completions: CompletionBatcher
     let leases = LeaseBook()
     let runEnded = Doorbell()
     let spare: SpareConnection?
     let logger: Logger
+    /// The parts of the queue that every run reads, held apart from it: the queue is generic,
+    /// and each read of one of its fields through ``Worker/queue`` copies all of it (two dozen
+    /// retains and as many releases, about a tenth of a run's CPU in a drain).
+    let name: String
+    let metrics: QueueMetrics
+    let callTimers: CallTimers
+    let lease: Duration
+    let runTimeout: Duration?
+    let tracer: (any Tracer)?
 
     init(
       queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
@@ -32,6 +43,12 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       self.concurrency = concurrency
       self.handler = handler
       self.owner = owner
+      self.name = queue.name
+      self.metrics = queue.metrics
+      self.callTimers = queue.callTimers
+      self.lease = queue.lease
+      self.runTimeout = queue.runTimeout
+      self.tracer = queue.tracer
       self.completions = CompletionBatcher(queue: queue)
       self.spare = SpareConnection(configuration: queue.probe?.configuration)
       var logger = queue.logger
@@ -46,7 +63,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   var concurrency: Int { parts.concurrency }
   var handler: RunHandler<Value> { parts.handler }
   var owner: String { parts.owner }
-  var completions: CompletionBatcher<Value> { parts.completions }
+  var completions: CompletionBatcher { parts.completions }
   var leases: LeaseBook { parts.leases }
   /// Rung when a run's end is recorded: the pending gauge is sampled again.
   var runEnded: Doorbell { parts.runEnded }
@@ -54,6 +71,14 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// ``SpareConnection``); nil for a queue made without its client's configuration.
   var spare: SpareConnection? { parts.spare }
   var logger: Logger { parts.logger }
+  /// The queue's name, metrics, timers, lease, `runTimeout` and tracer, read without a copy of
+  /// the queue (see ``Parts``).
+  var name: String { parts.name }
+  var metrics: QueueMetrics { parts.metrics }
+  var callTimers: CallTimers { parts.callTimers }
+  var lease: Duration { parts.lease }
+  var runTimeout: Duration? { parts.runTimeout }
+  var tracerInUse: any Tracer { parts.tracer ?? InstrumentationSystem.tracer }
 
   init(
     queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
