@@ -134,6 +134,24 @@ struct PostgresBatchIsolationTests {
     }
   }
 
+  /// Every string a run receives is the one submitted, whether `jsonb` stored it with escapes
+  /// (which `JSONDecoder` reads) or without (read directly, see `ValueCodec.decode`).
+  @Test func stringValuesReachTheirRunsAsSubmitted() async throws {
+    try await TestDatabase.withQueue("string-values") { queue, _ async throws in
+      let strings = PostgresSubmissionCheckTests.strings
+      for (index, string) in strings.enumerated() {
+        try await queue.delay("s\(index)", for: .zero, value: string)
+      }
+      let ran = RunLog()
+      try await queue.withWorker(handler: { key, value in try await ran.record(key, value) }) {
+        () async throws in
+        for (index, string) in strings.enumerated() {
+          #expect(try await TestDatabase.eventually { await ran.values("s\(index)") == [string] })
+        }
+      }
+    }
+  }
+
   @Test func durationsBeyondAnIntervalSaturateToNever() async throws {
     try await TestDatabase.withQueue(
       "saturate", options: DelayOptions(maxWait: .seconds(Int64.max))
@@ -188,6 +206,42 @@ extension Result where Failure == any Error {
   ])
   func jsonHoldsNULOnlyForAnEscapedNULCharacter(json: String, holdsNUL: Bool) {
     #expect(ValueCodec.holdsNUL(json) == holdsNUL)
+  }
+
+  /// Strings that PostgreSQL's `jsonb` writes with an escape (a quote, a backslash, the
+  /// control characters) and without (the others), and the empty string.
+  static let strings = [
+    "", "plain", "é日本🎉", "quote\"d", "back\\slash", "tab\tnew\nline", "\u{1}ctl", "slash/",
+    "\u{7F}del", "\u{2028}sep",
+  ]
+
+  /// A string's JSON read without `JSONDecoder` when it has no escape gives what
+  /// `JSONDecoder` gives, and any other JSON goes to `JSONDecoder`.
+  @Test(arguments: strings)
+  func stringsDecodeAsJSONDecoderDecodesThem(string: String) throws {
+    let json = String(decoding: try JSONEncoder().encode(string), as: UTF8.self)
+    let decoded = try ValueCodec.decode(String.self, from: json, key: "k")
+    let byJSONDecoder = try JSONDecoder().decode(String.self, from: Data(json.utf8))
+    #expect(decoded == string)
+    #expect(decoded == byJSONDecoder)
+    #expect((ValueCodec.unescapedString(json) != nil) == !json.contains("\\"))
+  }
+
+  @Test func onlyAJSONStringWithoutAnEscapeIsReadDirectly() throws {
+    #expect(ValueCodec.unescapedString("\"abc\"") == "abc")
+    #expect(ValueCodec.unescapedString("\"\"") == "")
+    #expect(ValueCodec.unescapedString("\"a\\\"b\"") == nil)
+    #expect(ValueCodec.unescapedString("\"a\\u0041\"") == nil)
+    #expect(ValueCodec.unescapedString("[\"a\"]") == nil)
+    #expect(ValueCodec.unescapedString("12") == nil)
+    #expect(ValueCodec.unescapedString("\"") == nil)
+    let escaped = try ValueCodec.decode(String.self, from: "\"a\\u0041\"", key: "k")
+    let array = try ValueCodec.decode([String].self, from: "[\"a\"]", key: "k")
+    #expect(escaped == "aA")
+    #expect(array == ["a"])
+    #expect(throws: PostgresDelayedPreemptiveQueueError.self) {
+      try ValueCodec.decode(String.self, from: "12", key: "k")
+    }
   }
 
   @Test func durationsSaturateAtTwoHundredYears() {
