@@ -136,11 +136,18 @@ struct ClaimStatement: PostgresPreparedStatement {
   }
 
   func decodeRow(_ row: PostgresRow) throws -> Row {
-    let (
-      key, json, claim, attempts, fence, exhausted, takenOver, lateness, contexts, count, ended
-    ) =
-      try row.decode(
-        (String, String, UUID?, Int, Int64?, Bool, Bool, Double, String?, Int, Bool).self)
+    var columns = ColumnReader(row)
+    let key: String = try columns.next()
+    let json: String = try columns.next()
+    let claim: UUID? = try columns.next()
+    let attempts: Int = try columns.next()
+    let fence: Int64? = try columns.next()
+    let exhausted: Bool = try columns.next()
+    let takenOver: Bool = try columns.next()
+    let lateness: Double = try columns.next()
+    let contexts: String? = try columns.next()
+    let count: Int = try columns.next()
+    let ended: Bool = try columns.next()
     return ClaimedBurst(
       key: key, json: json, claim: claim ?? UUID(), attempt: attempts, fence: fence ?? 0,
       exhausted: exhausted, gaveWay: claim == nil && !exhausted, takenOver: takenOver,
