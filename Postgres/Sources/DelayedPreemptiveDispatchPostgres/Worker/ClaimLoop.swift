@@ -43,7 +43,7 @@ extension Worker {
   func claimLoop(doorbell: Doorbell) async throws {
     var failure: (any Error)?
     var outage = Outage(
-      what: "claiming", cap: queue.outageBackoff, logger: logger)
+      what: "claiming", cap: outageBackoff, logger: logger)
     var state = ClaimState(concurrency: concurrency)
     await withTaskGroup(of: Event.self) { group in
       var sleeping = false

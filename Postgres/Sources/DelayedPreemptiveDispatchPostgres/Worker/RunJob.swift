@@ -124,7 +124,7 @@ extension Worker {
       break
     }
     var outage = Outage(
-      what: "recording a run's end", cap: queue.outageBackoff, logger: logger
+      what: "recording a run's end", cap: outageBackoff, logger: logger
     )
     if case .failure = result, leases.isLost(burst.claim) {
       leaseLost(burst)

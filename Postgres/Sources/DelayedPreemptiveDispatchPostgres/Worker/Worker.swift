@@ -33,6 +33,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     let callTimers: CallTimers
     let lease: Duration
     let runTimeout: Duration?
+    let outageBackoff: Duration
     let tracer: (any Tracer)?
 
     init(
@@ -48,6 +49,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       self.callTimers = queue.callTimers
       self.lease = queue.lease
       self.runTimeout = queue.runTimeout
+      self.outageBackoff = queue.outageBackoff
       self.tracer = queue.tracer
       self.completions = CompletionBatcher(queue: queue)
       self.spare = SpareConnection(configuration: queue.probe?.configuration)
@@ -71,13 +73,14 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   /// ``SpareConnection``); nil for a queue made without its client's configuration.
   var spare: SpareConnection? { parts.spare }
   var logger: Logger { parts.logger }
-  /// The queue's name, metrics, timers, lease, `runTimeout` and tracer, read without a copy of
-  /// the queue (see ``Parts``).
+  /// The queue's name, metrics, timers, lease, `runTimeout`, `outageBackoff` and tracer, read
+  /// without a copy of the queue (see ``Parts``).
   var name: String { parts.name }
   var metrics: QueueMetrics { parts.metrics }
   var callTimers: CallTimers { parts.callTimers }
   var lease: Duration { parts.lease }
   var runTimeout: Duration? { parts.runTimeout }
+  var outageBackoff: Duration { parts.outageBackoff }
   var tracerInUse: any Tracer { parts.tracer ?? InstrumentationSystem.tracer }
 
   init(
