@@ -111,8 +111,14 @@ enum TestDatabase {
   }
 
   /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+  ///
+  /// The default window is 30 s, as `drains(within:)` uses: in CI the main group starts all its
+  /// tests at once on 2 cores, and in that first phase a test that needs a dozen round trips
+  /// and a retry (`aThrowingHandlersWritesRollBackAndItIsRetried`) took 11 s locally and more
+  /// than 10 s in CI, while it takes 0.6 s alone. Every caller waits for something that must
+  /// happen, so the window only bounds how long a failure takes to show.
   static func eventually(
-    within timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
+    within timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
     _ condition: @Sendable () async throws -> Bool
   ) async throws -> Bool {
     let end = ContinuousClock.now + timeout
