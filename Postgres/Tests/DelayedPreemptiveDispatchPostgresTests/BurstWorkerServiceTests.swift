@@ -58,7 +58,7 @@ struct PostgresBurstWorkerTests {
       for index in 1...5 {
         try await queue.delay("k\(index)", for: .milliseconds(20), value: "v\(index)")
       }
-      #expect(try await queue.drains(within: .seconds(10)))
+      #expect(try await queue.drains(within: .seconds(30)))
       await group.triggerGracefulShutdown()
       try await running.value
       for index in 1...5 { #expect(runs.values("k\(index)") == ["v\(index)"]) }

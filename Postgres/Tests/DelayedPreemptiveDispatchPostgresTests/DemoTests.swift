@@ -25,7 +25,7 @@ struct PostgresDemoTests {
         try await TestDatabase.eventually {
           worker.output.contains("ran k = hello (attempt 1, fence ")
         }, "\(worker.output) \(worker.errors)")
-      #expect(try await queue.drains(within: .seconds(10)))
+      #expect(try await queue.drains(within: .seconds(30)))
       worker.signal(SIGTERM)
       #expect(try await worker.waitForExit() == 0, "\(worker.errors)")
       #expect(worker.output.hasSuffix("stopped\n"), "\(worker.output)")

@@ -202,7 +202,7 @@ struct PostgresHeldConnectionTests {
     #expect(idle.take(from: client) == nil)  // the second starts holding
     #expect(try await TestDatabase.eventually { idle.isHolding })
     #expect(try await TestDatabase.eventually { !idle.isHolding })
-    #expect(try await Self.answers(client, within: .seconds(5)))
+    #expect(try await Self.answers(client, within: .seconds(30)))
 
     let orphaned = Locked<HeldConnection?>(
       HeldConnection(enabled: true, idleRelease: .seconds(600)))
@@ -211,7 +211,7 @@ struct PostgresHeldConnectionTests {
     // While it is held, the pool's only connection is lent out.
     #expect(!(try await Self.answers(client, within: .milliseconds(300))))
     orphaned.withLock { $0 = nil }
-    #expect(try await Self.answers(client, within: .seconds(5)))
+    #expect(try await Self.answers(client, within: .seconds(30)))
   }
 
   /// Cancelling the client's `run` while the queue holds a connection ends it promptly: the

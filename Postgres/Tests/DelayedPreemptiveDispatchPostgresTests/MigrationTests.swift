@@ -153,7 +153,7 @@ struct PostgresMigrationTests {
       await runs.add(key, values)
     }
     try await queue.withWorker(handler: handler) {
-      let drained = try await queue.drains(within: .seconds(10))
+      let drained = try await queue.drains(within: .seconds(30))
       #expect(drained)
     }
     #expect(await runs.values("waiting") == [["w1", "w2", "w3"]])

@@ -46,7 +46,7 @@ struct PostgresOperationsTests {
         #expect(try await queue.retryFailure("k"))
         #expect(try await queue.failures().isEmpty)
         #expect(try await TestDatabase.eventually { runs.values("k").count == 2 })
-        #expect(try await queue.drains(within: .seconds(10)))
+        #expect(try await queue.drains(within: .seconds(30)))
       }
       #expect(runs.values("k") == ["kept", "kept"])
       #expect(try await queue.failures().isEmpty)

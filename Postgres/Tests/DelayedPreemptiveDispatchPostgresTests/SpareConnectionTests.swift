@@ -53,7 +53,7 @@ struct PostgresSpareConnectionTests {
           })
         try await submissions.delay("later", for: .zero, value: "later")
         #expect(
-          try await TestDatabase.eventually(within: .seconds(8)) { laterRan.isOpen },
+          try await TestDatabase.eventually(within: .seconds(30)) { laterRan.isOpen },
           "the later burst was not claimed while the handlers kept the pool busy")
         #expect(try await submissions.drains(within: .seconds(20)))
       }

@@ -42,7 +42,7 @@ struct PostgresTransactionalHandlerTests {
             // (Asked of the server from another connection: postgres-nio 1.33.2 may never answer
             // a query sent on a connection the server has just closed.)
             #expect(
-              try await TestDatabase.eventually(within: .seconds(10)) {
+              try await TestDatabase.eventually(within: .seconds(30)) {
                 try await Self.backendsAlive([stalePID], client: client) == 0
               }, "the stale run's backend was not ended")
             #expect(try await Self.backendsAlive([otherPID, endedPID], client: client) == 2)

@@ -117,7 +117,7 @@ struct PostgresUnconfirmedTests {
       let worker = Task { [queue] in try await queue.run(handler: handler) }
       defer { worker.cancel() }
       do {
-        #expect(try await TestDatabase.eventually(within: .seconds(10)) { firstRunStarted.isOpen })
+        #expect(try await TestDatabase.eventually(within: .seconds(30)) { firstRunStarted.isOpen })
         if scenario.laterWaiting {
           if scenario.statement == .delay {
             faults.loseAnswer(of: statement)
@@ -204,7 +204,7 @@ struct PostgresUnconfirmedTests {
         // The worker's claim is applied; its answer is held for 4 s. Once its lease (1 s) has
         // run out, another replica takes the burst over and runs it.
         #expect(
-          try await TestDatabase.eventually(within: .seconds(10)) {
+          try await TestDatabase.eventually(within: .seconds(30)) {
             try await RunTable.claimedKeys(queue.name, client: client) == ["k"]
           })
         try await Task.sleep(for: .milliseconds(1500))
@@ -212,7 +212,7 @@ struct PostgresUnconfirmedTests {
         #expect(other.takenOver)
         #expect(try await queue.succeeded([other]) == [other.claim])
         // The late answer comes, and the worker has had the time to start a run from it.
-        let delivered = try await TestDatabase.eventually(within: .seconds(10)) {
+        let delivered = try await TestDatabase.eventually(within: .seconds(30)) {
           faults.lateAnswers(of: "claim") == 1
         }
         try await Task.sleep(for: .milliseconds(500))
@@ -235,7 +235,7 @@ struct PostgresUnconfirmedTests {
       let drained = try await TestDatabase.whileWorking({
         try await Self.recordAttempts(of: queue, in: attempts)
       }) {
-        try await queue.drains(within: .seconds(15))
+        try await queue.drains(within: .seconds(30))
       }
       #expect(drained)
       #expect(faults.lateAnswers(of: "claim") == 1)
@@ -370,7 +370,7 @@ struct PostgresUnconfirmedTests {
               try await TestDatabase.eventually(within: .seconds(20)) {
                 try await queue.failures().map(\.key) == ["poison"]
               })
-            #expect(try await queue.drains(within: .seconds(10)))
+            #expect(try await queue.drains(within: .seconds(30)))
           }
         }
         try await client.query(PostgresQuery(unsafeSQL: "DROP TRIGGER \(trigger) ON dpd_bursts"))

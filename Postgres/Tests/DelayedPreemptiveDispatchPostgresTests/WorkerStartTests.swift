@@ -69,7 +69,7 @@ struct PostgresWorkerStartTests {
         })
       try await service.queue.delay("doc-1", for: .milliseconds(50), value: "edit")
       #expect(try await TestDatabase.eventually { service.runs.values("doc-1") == ["edit"] })
-      #expect(try await service.queue.drains(within: .seconds(10)))
+      #expect(try await service.queue.drains(within: .seconds(30)))
       await group.triggerGracefulShutdown()
       try await running.value
       #expect(logs.contains("schema ready", atLeast: .info))
@@ -161,7 +161,7 @@ struct PostgresWorkerStartTests {
           }
           try await owner.migrate()
           #expect(
-            try await TestDatabase.eventually(within: .seconds(15)) {
+            try await TestDatabase.eventually(within: .seconds(30)) {
               logs.contains("worker started", atLeast: .info)
             })
           #expect(logs.contains("schema ready: another role migrated it", atLeast: .notice))
