@@ -45,7 +45,7 @@ extension Worker {
       // A run given up (past `runTimeout`, or its lease lost) is cancelled, and no longer waited
       // for once ``abandonGrace`` more has passed (``RunWatch``).
       let timers = callTimers
-      let grace = Self.abandonGrace(lease: lease)
+      let grace = abandonGraceOfLease
       leases.attach(burst.claim) {
         watch.giveUp(.leaseLost, grace: grace, timers: timers) { task.cancel() }
       }

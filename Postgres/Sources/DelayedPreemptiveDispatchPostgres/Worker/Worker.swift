@@ -35,6 +35,9 @@ struct Worker<Value: Codable & Sendable>: Sendable {
     let runTimeout: Duration?
     let outageBackoff: Duration
     let tracer: (any Tracer)?
+    /// ``Worker/abandonGrace(lease:)`` of the worker's lease, worked out once: a division of a
+    /// `Duration` (128-bit) cost each run some 670 instructions.
+    let abandonGrace: Duration
 
     init(
       queue: PostgresDelayedPreemptiveQueue<Value>, concurrency: Int,
@@ -51,6 +54,7 @@ struct Worker<Value: Codable & Sendable>: Sendable {
       self.runTimeout = queue.runTimeout
       self.outageBackoff = queue.outageBackoff
       self.tracer = queue.tracer
+      self.abandonGrace = Worker.abandonGrace(lease: queue.lease)
       self.completions = CompletionBatcher(queue: queue)
       self.spare = SpareConnection(configuration: queue.probe?.configuration)
       var logger = queue.logger
@@ -81,6 +85,8 @@ struct Worker<Value: Codable & Sendable>: Sendable {
   var lease: Duration { parts.lease }
   var runTimeout: Duration? { parts.runTimeout }
   var outageBackoff: Duration { parts.outageBackoff }
+  /// How long a run given up still has to end (``abandonGrace(lease:)`` of ``lease``).
+  var abandonGraceOfLease: Duration { parts.abandonGrace }
   var tracerInUse: any Tracer { parts.tracer ?? InstrumentationSystem.tracer }
 
   init(
