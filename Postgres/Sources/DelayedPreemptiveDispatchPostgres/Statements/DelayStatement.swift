@@ -259,9 +259,9 @@ struct DelayStatement: CommittingStatement {
   /// (``makeBindings()``, and ``HeldConnection``'s prepared statement).
   func encode<Encoder: BindingEncoder>(into encoder: inout Encoder) throws {
     try encoder.encode(name)
-    try encoder.encode(submissions.map(\.key))
-    try encoder.encode(submissions.map(\.json))
-    try encoder.encode(submissions.map(\.delayMilliseconds))
+    try encoder.encode(PackedArray(submissions.map(\.key)))
+    try encoder.encode(PackedArray(submissions.map(\.json)))
+    try encoder.encode(PackedArray(submissions.map(\.delayMilliseconds)))
     try encoder.encode(restart)
     try encoder.encode(maxWaitMilliseconds)
     try encoder.encode(maxSubmissions)
@@ -371,7 +371,7 @@ struct TracedDelayStatement: CommittingStatement {
   func makeBindings() throws -> PostgresBindings {
     var bindings = PostgresBindings(capacity: 10)
     try statement.encode(into: &bindings)
-    try bindings.encode(statement.submissions.map(\.traceContext))
+    try bindings.encode(PackedArray(statement.submissions.map(\.traceContext)))
     return bindings
   }
 

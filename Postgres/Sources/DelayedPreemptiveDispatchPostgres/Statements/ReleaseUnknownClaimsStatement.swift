@@ -26,7 +26,7 @@ struct ReleaseUnknownClaimsStatement: PostgresPreparedStatement {
     var bindings = PostgresBindings(capacity: 3)
     bindings.append(name)
     bindings.append(owner)
-    bindings.append(known)
+    bindings.append(PackedArray(known))
     return bindings
   }
 

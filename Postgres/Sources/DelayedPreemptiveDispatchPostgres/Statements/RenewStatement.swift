@@ -30,7 +30,7 @@ struct RenewStatement: PostgresPreparedStatement {
   func makeBindings() -> PostgresBindings {
     var bindings = PostgresBindings(capacity: 4)
     bindings.append(name)
-    bindings.append(claims)
+    bindings.append(PackedArray(claims))
     bindings.append(leaseMilliseconds)
     bindings.append(minimumSpacingMilliseconds)
     return bindings

@@ -73,12 +73,13 @@ struct SucceededStatement: PostgresPreparedStatement {
   func makeBindings() -> PostgresBindings {
     var bindings = PostgresBindings(capacity: 5)
     bindings.append(name)
-    bindings.append(keys)
-    bindings.append(claims)
+    bindings.append(PackedArray(keys))
+    bindings.append(PackedArray(claims))
     bindings.append(minimumSpacingMilliseconds)
     bindings.append(
-      millisecondsSinceHandlerStarts.count == claims.count
-        ? millisecondsSinceHandlerStarts : Array(repeating: -1, count: claims.count))
+      PackedArray(
+        millisecondsSinceHandlerStarts.count == claims.count
+          ? millisecondsSinceHandlerStarts : Array(repeating: -1, count: claims.count)))
     return bindings
   }
 
