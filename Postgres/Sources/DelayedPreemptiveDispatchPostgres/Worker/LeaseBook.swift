@@ -37,8 +37,7 @@ final class LeaseBook: Sendable {
   /// Forgets the lease; its handler's cancellation (and what that holds: the run's task) is
   /// released after the lock, not under it.
   func remove(_ claim: UUID) {
-    let removed = leases.withLock { $0.removeValue(forKey: claim) }
-    withExtendedLifetime(removed) {}
+    _ = leases.withLock { $0.removeValue(forKey: claim) }
   }
 
   /// Whether the lease is lost (marking it so, and cancelling its handler, if its time passed).
